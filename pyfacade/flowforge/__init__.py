@@ -1,0 +1,9 @@
+"""FlowForge's Python facade.
+
+FlowForge is a workflow orchestrator that lives inside PostgreSQL: every rule
+of execution is a PL/pgSQL function, constraint or trigger in schema
+``flowforge``.  This package is only I/O around that SQL API — a CLI, a worker
+SDK and a small daemon — so nothing here decides what a run or a task may do.
+"""
+
+__version__ = "0.1.0"
