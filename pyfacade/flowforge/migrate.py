@@ -1,0 +1,205 @@
+"""Schema migrations (yoyo) plus the re-application of every SQL function.
+
+Two kinds of SQL live in the repository:
+
+* ``sql/migrations/NNNN_name.sql`` (+ ``NNNN_name.rollback.sql``): tables,
+  constraints, indexes, roles, RLS.  Applied once each, in dependency order
+  (yoyo reads the ``-- depends:`` header), recorded in yoyo's
+  ``_yoyo_migration`` table.
+* ``sql/functions/*.sql``: ``CREATE OR REPLACE`` definitions.  Re-applied in
+  sorted filename order, in one transaction, after *every* migrate — even
+  when no migration was pending — so the text in the repository is always
+  the text in the database and a function has exactly one source file.
+
+Both steps run under yoyo's lock (a row in ``yoyo_lock``), so concurrent
+``flowforge migrate`` calls serialise instead of racing.
+
+The SQL folder is found, in order, at ``$FLOWFORGE_SQL_DIR``, at
+``<package>/sql`` (a wheel install: pyproject force-includes it there), or at
+``<repo>/sql`` next to ``pyfacade/`` (a source or editable install).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from yoyo import read_migrations
+from yoyo.backends import get_backend_class
+from yoyo.connections import DatabaseURI
+from yoyo.exceptions import LockTimeout, MigrationConflict
+
+from . import db, errors, queries
+from .config import SQL_DIR_ENV
+
+YOYO_SCHEME = "postgresql+psycopg"
+YOYO_MIGRATION_TABLE = "_yoyo_migration"
+LOCK_TIMEOUT = 60  # seconds to wait for another migrate to finish
+
+
+@dataclass
+class MigrateResult:
+    """What a migrate or rollback did, for the CLI to render."""
+
+    applied: list[str] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+    function_files: list[str] = field(default_factory=list)
+
+
+# --- locating the SQL -------------------------------------------------------
+
+def sql_dir() -> Path:
+    """The folder holding ``migrations/`` and ``functions/`` (see module docstring)."""
+    override = os.environ.get(SQL_DIR_ENV, "").strip()
+    if override:
+        path = Path(override)
+        if not (path / "migrations").is_dir():
+            raise errors.InvalidArgument(f"{SQL_DIR_ENV}={override} has no migrations/ folder")
+        return path
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "sql", here.parent.parent / "sql"):
+        if (candidate / "migrations").is_dir():
+            return candidate
+    raise errors.InvalidArgument(
+        "cannot find FlowForge's SQL (looked in the package and the source tree); set " + SQL_DIR_ENV
+    )
+
+
+def migrations_dir() -> Path:
+    return sql_dir() / "migrations"
+
+
+def function_files() -> list[Path]:
+    """Every function file, in the sorted filename order they are applied in."""
+    folder = sql_dir() / "functions"
+    return sorted(folder.glob("*.sql")) if folder.is_dir() else []
+
+
+def known_migration_ids() -> list[str]:
+    """Ids of the migration files shipped with this code, oldest first (``NNNN_name``)."""
+    return sorted(
+        p.name[: -len(".sql")]
+        for p in migrations_dir().glob("*.sql")
+        if not p.name.endswith(".rollback.sql")
+    )
+
+
+def known_schema_version() -> str | None:
+    """The newest migration id this code knows — what ``flowforge.schema_version()`` should return."""
+    ids = known_migration_ids()
+    return ids[-1] if ids else None
+
+
+# --- yoyo plumbing ----------------------------------------------------------
+
+def _backend(dsn: str):
+    """A yoyo backend for ``dsn``.
+
+    yoyo wants a URL, but FlowForge accepts any libpq DSN (key=value strings,
+    socket paths, service files).  So we let libpq parse the DSN and hand yoyo
+    the parts as connect() keyword arguments instead of re-serialising a URL.
+    """
+    parts = db.parse_dsn(dsn)
+    dbname = parts.pop("dbname", None)
+    parts.setdefault("connect_timeout", str(db.DEFAULT_CONNECT_TIMEOUT))
+    parts.setdefault("application_name", db.APPLICATION_NAME + "-migrate")
+    uri = DatabaseURI(YOYO_SCHEME, None, None, None, None, dbname, parts)
+    backend = get_backend_class(YOYO_SCHEME)(uri, YOYO_MIGRATION_TABLE)
+    try:
+        backend.init_database()
+    except psycopg.OperationalError as exc:
+        raise errors.DatabaseUnavailable(
+            f"cannot connect to PostgreSQL ({db.mask_dsn(dsn)}): {db.first_line(exc)}"
+        ) from None
+    except psycopg.Error as exc:
+        raise db.map_error(exc) from None
+    return backend
+
+
+def _read_migrations():
+    try:
+        return read_migrations(str(migrations_dir()))
+    except MigrationConflict as exc:
+        raise errors.InvalidArgument(f"inconsistent migration files: {exc}") from None
+
+
+# --- the three operations -----------------------------------------------------
+
+def migrate(dsn: str) -> MigrateResult:
+    """Apply pending migrations, then re-apply every function file. Idempotent."""
+    result = MigrateResult()
+    backend = _backend(dsn)
+    migrations = _read_migrations()
+    with _locked(backend), db.mapped_errors():
+        pending = backend.to_apply(migrations)
+        backend.apply_migrations(pending)
+        result.applied = [m.id for m in pending]
+        result.function_files = apply_functions(dsn)
+    return result
+
+
+def rollback(dsn: str) -> MigrateResult:
+    """Roll back every applied migration, newest first.
+
+    The first migration's rollback drops schema ``flowforge`` CASCADE, which
+    also removes every function, so functions need no separate step.
+    """
+    result = MigrateResult()
+    backend = _backend(dsn)
+    migrations = _read_migrations()
+    with _locked(backend), db.mapped_errors():
+        applied = backend.to_rollback(migrations)
+        backend.rollback_migrations(applied)
+        result.rolled_back = [m.id for m in applied]
+    return result
+
+
+def apply_functions(dsn: str) -> list[str]:
+    """Run every ``sql/functions/*.sql`` file in one transaction; return their names.
+
+    One transaction: either the database gets the whole new function set or it
+    keeps the old one — never a mix of old and new function text.
+    """
+    files = function_files()
+    with db.connect(dsn) as conn, db.mapped_errors():
+        with conn.transaction():
+            for path in files:
+                # No parameters: psycopg sends the file as one simple query,
+                # so it may hold many statements and literal % signs.
+                conn.execute(path.read_text(encoding="utf-8"))
+    return [p.name for p in files]
+
+
+def pending_migrations(dsn: str) -> list[str]:
+    """Ids of shipped migrations not applied to ``dsn`` — read-only, unlike yoyo's own API."""
+    known = known_migration_ids()
+    applied = set(applied_migrations(dsn))
+    return [m for m in known if m not in applied]
+
+
+def applied_migrations(dsn: str) -> list[str]:
+    """Ids recorded in yoyo's table (empty when the database was never migrated)."""
+    with db.connect(dsn) as conn, db.mapped_errors():
+        if not conn.execute(queries.YOYO_TABLE_EXISTS).fetchone()[0]:
+            return []
+        return [row[0] for row in conn.execute(queries.APPLIED_MIGRATION_IDS)]
+
+
+class _locked:
+    """yoyo's migration lock, with its timeout reported as a FlowForge error."""
+
+    def __init__(self, backend):
+        self._cm = backend.lock(timeout=LOCK_TIMEOUT)
+
+    def __enter__(self):
+        try:
+            return self._cm.__enter__()
+        except LockTimeout as exc:
+            raise errors.DatabaseUnavailable(f"another migration holds the lock: {exc}") from None
+        except psycopg.Error as exc:
+            raise db.map_error(exc) from None
+
+    def __exit__(self, *exc_info):
+        return self._cm.__exit__(*exc_info)
