@@ -1,0 +1,38 @@
+-- Meta: the clock, the caller's organization, the schema version.
+-- These are the seams every other family goes through, so each is one place.
+
+CREATE OR REPLACE FUNCTION flowforge.now() RETURNS timestamptz
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.now() $$;
+COMMENT ON FUNCTION flowforge.now() IS
+  'The one clock of FlowForge: transaction time. Every lease, backoff and timestamp reads it. '
+  'Production cannot steer it (only the schema owner can replace a function, and migrate restores this text); '
+  'the test fixtures replace it with a steerable clock inside a rolled-back transaction.';
+
+CREATE OR REPLACE FUNCTION flowforge.current_organization() RETURNS uuid
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT '00000000-0000-0000-0000-000000000001'::uuid $$;
+COMMENT ON FUNCTION flowforge.current_organization() IS
+  'The organization the caller acts in. Every API function scopes its reads and writes by it. '
+  'Returns the built-in default organization (single-tenant use).';
+
+CREATE OR REPLACE FUNCTION flowforge.schema_version() RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_version text;
+BEGIN
+    -- yoyo keeps its bookkeeping in the migrating connection's default schema.
+    IF to_regclass('public._yoyo_migration') IS NULL THEN
+        RETURN NULL;
+    END IF;
+    EXECUTE 'SELECT max(migration_id) FROM public._yoyo_migration' INTO v_version;
+    RETURN v_version;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.schema_version() IS
+  'The newest applied migration id (e.g. ''0004_append_only''), or NULL when yoyo has not recorded any. '
+  'The daemon refuses to start against a version it does not know.';

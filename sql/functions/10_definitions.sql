@@ -1,0 +1,343 @@
+-- Definitions: validate a workflow spec, version it by content, store it.
+--
+--   define_workflow(spec) -> uuid of the workflow version
+--
+-- A definition is immutable once stored; a changed spec is version + 1 and
+-- runs always start the latest version.
+
+-- Raise FF002 (invalid definition) with a message naming what is wrong.
+CREATE OR REPLACE FUNCTION flowforge._invalid_definition(p_message text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'invalid workflow definition: %', p_message
+        USING ERRCODE = 'FF002',
+              HINT = 'Fix the spec and define it again; nothing was written. See docs/execution-model.md for the spec format.';
+END;
+$$;
+COMMENT ON FUNCTION flowforge._invalid_definition(text) IS
+  'Internal: raises FF002 with the given message. Never returns.';
+
+-- Parse a duration field; FF002 when it is not an interval or is negative.
+CREATE OR REPLACE FUNCTION flowforge._spec_interval(p_value jsonb, p_field text) RETURNS interval
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_interval interval;
+BEGIN
+    IF jsonb_typeof(p_value) <> 'string' THEN
+        PERFORM flowforge._invalid_definition(format('%s must be a duration string such as "5 seconds", got %s', p_field, p_value));
+    END IF;
+    BEGIN
+        v_interval := (p_value #>> '{}')::interval;
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow OR syntax_error THEN
+        PERFORM flowforge._invalid_definition(format('%s is not a duration: %s', p_field, p_value));
+    END;
+    IF v_interval < interval '0' THEN
+        PERFORM flowforge._invalid_definition(format('%s must not be negative, got %s', p_field, p_value));
+    END IF;
+    RETURN v_interval;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._spec_interval(jsonb, text) IS
+  'Internal: parses a spec duration; raises FF002 naming the field when it is not a non-negative interval.';
+
+-- Parse an integer field within bounds; FF002 otherwise.
+CREATE OR REPLACE FUNCTION flowforge._spec_integer(p_value jsonb, p_field text, p_min integer, p_max integer)
+RETURNS integer
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_number numeric;
+BEGIN
+    IF jsonb_typeof(p_value) <> 'number' THEN
+        PERFORM flowforge._invalid_definition(format('%s must be an integer, got %s', p_field, p_value));
+    END IF;
+    v_number := (p_value #>> '{}')::numeric;
+    IF v_number <> trunc(v_number) OR v_number < p_min OR v_number > p_max THEN
+        PERFORM flowforge._invalid_definition(format('%s must be an integer between %s and %s, got %s', p_field, p_min, p_max, p_value));
+    END IF;
+    RETURN v_number::integer;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._spec_integer(jsonb, text, integer, integer) IS
+  'Internal: parses a spec integer within [min, max]; raises FF002 naming the field otherwise.';
+
+-- Name the first dependency cycle among tasks Kahn's algorithm could not order.
+CREATE OR REPLACE FUNCTION flowforge._spec_find_cycle(p_keys text[], p_deps jsonb, p_stuck boolean[])
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_position jsonb := '{}';
+    v_path text[] := '{}';
+    v_current text;
+    v_next text;
+    v_index integer;
+BEGIN
+    -- Every stuck task waits on at least one other stuck task, so walking
+    -- "first stuck dependency" from any stuck task must revisit a task.
+    FOR v_index IN 1 .. cardinality(p_keys) LOOP
+        IF p_stuck[v_index] THEN
+            v_current := p_keys[v_index];
+            EXIT;
+        END IF;
+    END LOOP;
+    LOOP
+        IF v_position ? v_current THEN
+            v_path := v_path[(v_position ->> v_current)::integer :] || v_current;
+            RETURN array_to_string(v_path, ' -> ');
+        END IF;
+        v_position := v_position || jsonb_build_object(v_current, cardinality(v_path) + 1);
+        v_path := v_path || v_current;
+        SELECT d INTO v_next
+        FROM jsonb_array_elements_text(p_deps -> v_current) AS d
+        WHERE p_stuck[array_position(p_keys, d)]
+        LIMIT 1;
+        v_current := v_next;
+    END LOOP;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._spec_find_cycle(text[], jsonb, boolean[]) IS
+  'Internal: given the tasks a topological sort left over, returns one cycle as "a -> b -> a" (a depends on b).';
+
+CREATE OR REPLACE FUNCTION flowforge._normalize_spec(p_spec jsonb) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c_name_pattern constant text := '^[A-Za-z][A-Za-z0-9_-]{0,62}$';
+    c_queue_pattern constant text := '^[A-Za-z][A-Za-z0-9_.-]{0,62}$';
+    c_max_tasks constant integer := 1000;
+    v_field text;
+    v_task jsonb;
+    v_key text;
+    v_dep jsonb;
+    v_tasks jsonb := '[]';
+    v_out jsonb;
+    v_deps jsonb := '{}';
+    v_keys text[] := '{}';
+    v_backoff interval;
+    v_max_backoff interval;
+    v_factor numeric;
+    v_dependents jsonb;
+    v_indegree integer[];
+    v_queue integer[];
+    v_head integer := 1;
+    v_node integer;
+    v_child jsonb;
+    v_done integer := 0;
+    v_stuck boolean[];
+    v_index integer;
+BEGIN
+    IF p_spec IS NULL OR jsonb_typeof(p_spec) <> 'object' THEN
+        PERFORM flowforge._invalid_definition('the spec must be a JSON object');
+    END IF;
+    FOR v_field IN SELECT jsonb_object_keys(p_spec) LOOP
+        IF v_field NOT IN ('name', 'kind', 'description', 'tasks') THEN
+            PERFORM flowforge._invalid_definition(format('unknown field "%s" (known: name, kind, description, tasks)', v_field));
+        END IF;
+    END LOOP;
+    IF jsonb_typeof(p_spec -> 'name') IS DISTINCT FROM 'string'
+       OR (p_spec ->> 'name') !~ c_name_pattern THEN
+        PERFORM flowforge._invalid_definition(format(
+            'name must be a string of 1-63 letters, digits, "_" or "-" starting with a letter, got %s',
+            coalesce((p_spec -> 'name')::text, 'nothing')));
+    END IF;
+    IF coalesce(p_spec ->> 'kind', 'dag') <> 'dag' THEN
+        PERFORM flowforge._invalid_definition(format('kind %s is not supported (supported: "dag")', p_spec -> 'kind'));
+    END IF;
+    IF p_spec ? 'description' AND jsonb_typeof(p_spec -> 'description') <> 'string' THEN
+        PERFORM flowforge._invalid_definition('description must be a string');
+    END IF;
+    IF jsonb_typeof(p_spec -> 'tasks') IS DISTINCT FROM 'array' OR jsonb_array_length(p_spec -> 'tasks') = 0 THEN
+        PERFORM flowforge._invalid_definition('tasks must be a non-empty array');
+    END IF;
+    IF jsonb_array_length(p_spec -> 'tasks') > c_max_tasks THEN
+        PERFORM flowforge._invalid_definition(format('a workflow has at most %s tasks, got %s', c_max_tasks, jsonb_array_length(p_spec -> 'tasks')));
+    END IF;
+
+    FOR v_task IN SELECT value FROM jsonb_array_elements(p_spec -> 'tasks') LOOP
+        IF jsonb_typeof(v_task) <> 'object' THEN
+            PERFORM flowforge._invalid_definition(format('each task must be an object, got %s', v_task));
+        END IF;
+        IF jsonb_typeof(v_task -> 'key') IS DISTINCT FROM 'string' OR (v_task ->> 'key') !~ c_name_pattern THEN
+            PERFORM flowforge._invalid_definition(format(
+                'task key must be a string of 1-63 letters, digits, "_" or "-" starting with a letter, got %s',
+                coalesce((v_task -> 'key')::text, 'nothing')));
+        END IF;
+        v_key := v_task ->> 'key';
+        FOR v_field IN SELECT jsonb_object_keys(v_task) LOOP
+            IF v_field NOT IN ('key', 'depends_on', 'queue', 'priority', 'max_attempts', 'backoff',
+                               'backoff_factor', 'max_backoff', 'timeout', 'description') THEN
+                PERFORM flowforge._invalid_definition(format('task "%s": unknown field "%s"', v_key, v_field));
+            END IF;
+        END LOOP;
+        IF v_key = ANY (v_keys) THEN
+            PERFORM flowforge._invalid_definition(format('duplicate task key "%s"', v_key));
+        END IF;
+        v_keys := v_keys || v_key;
+
+        IF v_task ? 'depends_on' AND jsonb_typeof(v_task -> 'depends_on') <> 'array' THEN
+            PERFORM flowforge._invalid_definition(format('task "%s": depends_on must be an array of task keys', v_key));
+        END IF;
+        FOR v_dep IN SELECT value FROM jsonb_array_elements(coalesce(v_task -> 'depends_on', '[]')) LOOP
+            IF jsonb_typeof(v_dep) <> 'string' THEN
+                PERFORM flowforge._invalid_definition(format('task "%s": depends_on entries must be task keys, got %s', v_key, v_dep));
+            END IF;
+        END LOOP;
+        IF (SELECT count(*) <> count(DISTINCT value) FROM jsonb_array_elements(coalesce(v_task -> 'depends_on', '[]'))) THEN
+            PERFORM flowforge._invalid_definition(format('task "%s": depends_on names a task twice', v_key));
+        END IF;
+
+        IF v_task ? 'queue' AND (jsonb_typeof(v_task -> 'queue') <> 'string' OR (v_task ->> 'queue') !~ c_queue_pattern) THEN
+            PERFORM flowforge._invalid_definition(format(
+                'task "%s": queue must be 1-63 letters, digits, "_", "." or "-" starting with a letter, got %s', v_key, v_task -> 'queue'));
+        END IF;
+        v_backoff := flowforge._spec_interval(coalesce(v_task -> 'backoff', '"1 second"'), format('task "%s": backoff', v_key));
+        v_max_backoff := flowforge._spec_interval(coalesce(v_task -> 'max_backoff', '"10 minutes"'), format('task "%s": max_backoff', v_key));
+        IF v_max_backoff < v_backoff THEN
+            PERFORM flowforge._invalid_definition(format('task "%s": max_backoff (%s) is shorter than backoff (%s)', v_key, v_max_backoff, v_backoff));
+        END IF;
+        IF v_task ? 'backoff_factor' THEN
+            IF jsonb_typeof(v_task -> 'backoff_factor') <> 'number'
+               OR (v_task ->> 'backoff_factor')::numeric < 1 OR (v_task ->> 'backoff_factor')::numeric > 100 THEN
+                PERFORM flowforge._invalid_definition(format('task "%s": backoff_factor must be a number from 1 to 100, got %s', v_key, v_task -> 'backoff_factor'));
+            END IF;
+            v_factor := (v_task ->> 'backoff_factor')::numeric;
+        ELSE
+            v_factor := 2;
+        END IF;
+        IF v_task ? 'description' AND jsonb_typeof(v_task -> 'description') <> 'string' THEN
+            PERFORM flowforge._invalid_definition(format('task "%s": description must be a string', v_key));
+        END IF;
+
+        v_out := jsonb_build_object(
+            'key', v_key,
+            'depends_on', coalesce(v_task -> 'depends_on', '[]'),
+            'queue', coalesce(v_task ->> 'queue', 'default'),
+            'priority', flowforge._spec_integer(coalesce(v_task -> 'priority', '0'), format('task "%s": priority', v_key), -1000000, 1000000),
+            'max_attempts', flowforge._spec_integer(coalesce(v_task -> 'max_attempts', '3'), format('task "%s": max_attempts', v_key), 1, 1000),
+            'backoff', v_backoff::text,
+            'backoff_factor', v_factor,
+            'max_backoff', v_max_backoff::text,
+            'timeout', NULL);
+        IF v_task ? 'timeout' AND v_task -> 'timeout' <> 'null' THEN
+            IF flowforge._spec_interval(v_task -> 'timeout', format('task "%s": timeout', v_key)) = interval '0' THEN
+                PERFORM flowforge._invalid_definition(format('task "%s": timeout must be longer than zero', v_key));
+            END IF;
+            v_out := v_out || jsonb_build_object('timeout', ((v_task ->> 'timeout')::interval)::text);
+        END IF;
+        IF v_task ? 'description' THEN
+            v_out := v_out || jsonb_build_object('description', v_task -> 'description');
+        END IF;
+        v_tasks := v_tasks || v_out;
+        v_deps := v_deps || jsonb_build_object(v_key, v_out -> 'depends_on');
+    END LOOP;
+
+    -- Every dependency names a task of this workflow (a task naming itself is a cycle, reported below).
+    FOR v_key, v_dep IN
+        SELECT t ->> 'key', d FROM jsonb_array_elements(v_tasks) t, jsonb_array_elements(t -> 'depends_on') d
+    LOOP
+        IF NOT (v_dep #>> '{}') = ANY (v_keys) THEN
+            PERFORM flowforge._invalid_definition(format('task "%s" depends on unknown task "%s"', v_key, v_dep #>> '{}'));
+        END IF;
+    END LOOP;
+
+    -- Kahn's algorithm: a DAG orders every task; the leftovers contain a cycle.
+    SELECT coalesce(jsonb_object_agg(dep, children), '{}') INTO v_dependents
+    FROM (SELECT d AS dep, jsonb_agg(ord) AS children
+          FROM jsonb_array_elements(v_tasks) WITH ORDINALITY AS t(task, ord),
+               jsonb_array_elements_text(t.task -> 'depends_on') AS d
+          GROUP BY d) s;
+    SELECT array_agg(jsonb_array_length(task -> 'depends_on') ORDER BY ord) INTO v_indegree
+    FROM jsonb_array_elements(v_tasks) WITH ORDINALITY AS t(task, ord);
+    SELECT coalesce(array_agg(ord::integer ORDER BY ord), '{}') INTO v_queue
+    FROM jsonb_array_elements(v_tasks) WITH ORDINALITY AS t(task, ord)
+    WHERE jsonb_array_length(task -> 'depends_on') = 0;
+    WHILE v_head <= cardinality(v_queue) LOOP
+        v_node := v_queue[v_head];
+        v_head := v_head + 1;
+        v_done := v_done + 1;
+        FOR v_child IN SELECT value FROM jsonb_array_elements(coalesce(v_dependents -> v_keys[v_node], '[]')) LOOP
+            v_index := (v_child #>> '{}')::integer;
+            v_indegree[v_index] := v_indegree[v_index] - 1;
+            IF v_indegree[v_index] = 0 THEN
+                v_queue := v_queue || v_index;
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF v_done < cardinality(v_keys) THEN
+        SELECT array_agg(i > 0 ORDER BY n) INTO v_stuck FROM unnest(v_indegree) WITH ORDINALITY AS u(i, n);
+        PERFORM flowforge._invalid_definition(format('dependency cycle: %s',
+            flowforge._spec_find_cycle(v_keys, v_deps, v_stuck)));
+    END IF;
+
+    RETURN jsonb_build_object('name', p_spec ->> 'name', 'kind', 'dag', 'tasks', v_tasks)
+        || CASE WHEN p_spec ? 'description' THEN jsonb_build_object('description', p_spec -> 'description') ELSE '{}' END;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._normalize_spec(jsonb) IS
+  'Internal: validates a workflow spec and returns it with every default filled in and durations in canonical form, '
+  'so equal content hashes equal. Raises FF002 naming the first problem.';
+
+CREATE OR REPLACE FUNCTION flowforge.define_workflow(spec jsonb) RETURNS uuid
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_org constant uuid := flowforge.current_organization();
+    v_now constant timestamptz := flowforge.now();
+    v_spec jsonb;
+    v_name text;
+    v_hash text;
+    v_latest record;
+    v_id uuid;
+BEGIN
+    v_spec := flowforge._normalize_spec(define_workflow.spec);
+    v_name := v_spec ->> 'name';
+    v_hash := md5(v_spec::text);
+
+    -- Serialise definers of one name so two changed specs cannot both become version N + 1.
+    PERFORM pg_advisory_xact_lock(hashtextextended('flowforge.workflow/' || v_org::text || '/' || v_name, 0));
+    SELECT w.id, w.version, w.content_hash INTO v_latest
+    FROM flowforge.workflow w
+    WHERE w.organization_id = v_org AND w.name = v_name
+    ORDER BY w.version DESC
+    LIMIT 1;
+    IF FOUND AND v_latest.content_hash = v_hash THEN
+        RETURN v_latest.id;
+    END IF;
+
+    INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash, created_at)
+    VALUES (v_org, v_name, coalesce(v_latest.version, 0) + 1, 'dag', v_spec, v_hash, v_now)
+    RETURNING id INTO v_id;
+
+    INSERT INTO flowforge.task (organization_id, workflow_id, key, queue, priority, max_attempts, backoff,
+                                backoff_factor, max_backoff, timeout, dependency_count, created_at)
+    SELECT v_org, v_id, t ->> 'key', t ->> 'queue', (t ->> 'priority')::integer, (t ->> 'max_attempts')::integer,
+           (t ->> 'backoff')::interval, (t ->> 'backoff_factor')::numeric, (t ->> 'max_backoff')::interval,
+           (t ->> 'timeout')::interval, jsonb_array_length(t -> 'depends_on'), v_now
+    FROM jsonb_array_elements(v_spec -> 'tasks') AS t;
+
+    INSERT INTO flowforge.task_dependency (organization_id, workflow_id, task_id, depends_on_task_id)
+    SELECT v_org, v_id, child.id, parent.id
+    FROM jsonb_array_elements(v_spec -> 'tasks') AS t
+    CROSS JOIN LATERAL jsonb_array_elements_text(t -> 'depends_on') AS dep(key)
+    JOIN flowforge.task child ON child.workflow_id = v_id AND child.key = t ->> 'key'
+    JOIN flowforge.task parent ON parent.workflow_id = v_id AND parent.key = dep.key;
+
+    RETURN v_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.define_workflow(jsonb) IS
+  'define_workflow(spec jsonb) -> uuid. Validates a workflow spec ({"name", "kind": "dag", "tasks": [{"key", "depends_on", '
+  '"queue", "priority", "max_attempts", "backoff", "backoff_factor", "max_backoff", "timeout"}]}) and stores it as a new '
+  'version of its name in the caller''s organization, returning that version''s id. Defining the same content as the '
+  'latest version returns the latest version''s id and writes nothing. '
+  'Errors: FF002 invalid definition (no tasks, duplicate keys, unknown dependency, a cycle, max_attempts < 1, negative '
+  'durations, unknown fields, bad names) — nothing is written.';
