@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from flowforge import embedded
-
-import subprocess
 
 FLOWFORGE = Path(sys.executable).with_name("flowforge")
 
@@ -113,3 +112,55 @@ def test_embedded_default_migrate_and_doctor(tmp_path):
     finally:
         embedded.stop(tmp_path)
     assert not embedded.is_running(tmp_path)
+
+
+# --- the layers under the CLI ---------------------------------------------------
+
+def test_dsn_resolution_order():
+    from flowforge import config
+
+    env = {"FLOWFORGE_DSN": "dbname=from_env", "FLOWFORGE_AMQP_URL": "amqp://x/"}
+    assert config.resolve("dbname=flag", environ=env).dsn_source == "flag"
+    assert config.resolve(None, environ=env).dsn == "dbname=from_env"
+    assert config.resolve(None, environ=env).amqp_url == "amqp://x/"
+    embedded_settings = config.resolve(None, environ={"FLOWFORGE_DSN": "  "})
+    assert embedded_settings.embedded and embedded_settings.dsn is None
+
+
+@pytest.mark.parametrize("sqlstate, cls_name", [
+    ("FF001", "NotFound"), ("FF002", "InvalidDefinition"), ("FF003", "InvalidArgument"),
+    ("FF004", "LeaseLost"), ("FF005", "IllegalTransition"), ("FF006", "IdempotencyConflict"),
+    ("FF007", "PermissionDenied"), ("FF008", "NotAuthenticated"), ("FF009", "PayloadTooLarge"),
+    ("FF010", "SchemaVersionMismatch"), ("22012", "DatabaseError"),
+])
+def test_errors_are_mapped_by_sqlstate_only(fresh_dsn, sqlstate, cls_name):
+    import psycopg
+
+    from flowforge import db, errors
+
+    # The message deliberately names another error: only the SQLSTATE may count.
+    raise_it = ("DO $$ BEGIN RAISE EXCEPTION 'not found: lease lost' "
+                f"USING ERRCODE = '{sqlstate}', HINT = 'do the thing'; END $$")
+    with db.connect(fresh_dsn) as conn:
+        with pytest.raises(errors.FlowForgeError) as caught, db.mapped_errors():
+            conn.execute(raise_it)
+    assert type(caught.value).__name__ == cls_name
+    assert caught.value.sqlstate == sqlstate
+    assert caught.value.hint == "do the thing"
+    assert isinstance(caught.value.__cause__, psycopg.Error)
+
+
+def test_connection_failure_is_database_unavailable():
+    from flowforge import db, errors
+
+    with pytest.raises(errors.DatabaseUnavailable):
+        db.connect("host=127.0.0.1 port=1 user=postgres dbname=postgres")
+    with pytest.raises(errors.InvalidArgument):
+        db.connect("host=127.0.0.1 nonsense")
+
+
+def test_mask_dsn_hides_password():
+    from flowforge import db
+
+    masked = db.mask_dsn("postgresql://u:s3cret@h:5432/d")
+    assert "s3cret" not in masked and "***" in masked

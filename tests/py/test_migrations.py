@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -118,3 +121,16 @@ def test_step_by_step_install_matches_fresh_install(make_database):
 
         assert result.applied == known[k:]
         assert catalog_dump(stepwise) == expected, f"upgrade from {known[k - 1]} differs from a fresh install"
+
+
+def test_concurrent_migrates_serialise_on_yoyo_lock(fresh_dsn):
+    """Several `flowforge migrate` at once (e.g. daemons starting together) all succeed, once."""
+    exe = str(Path(sys.executable).with_name("flowforge"))
+    procs = [subprocess.Popen([exe, "--json", "--dsn", fresh_dsn, "migrate"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outputs
+    applied = [json.loads(out)["applied"] for out, _ in outputs]
+    assert sorted(map(len, applied)) == [0, 0, len(migrate.known_migration_ids())]
+    assert migrate.pending_migrations(fresh_dsn) == []
