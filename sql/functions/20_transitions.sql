@@ -98,6 +98,7 @@ BEGIN
     )
     SELECT count(*) INTO v_ready FROM released r WHERE r.state = 'ready';
     IF v_ready > 0 THEN
+        PERFORM flowforge._dispatch_run(p_run_id, p_now);
         PERFORM flowforge._notify_ready();
     END IF;
     RETURN v_ready;
@@ -105,7 +106,7 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge._release_dependents(uuid, uuid, timestamptz) IS
   'Internal: decrements remaining_deps of the pending dependents of a succeeded task in one run; those reaching 0 '
-  'become ready (event "released", NOTIFY). Returns how many became ready.';
+  'become ready (event "released", NOTIFY; push-queue tasks are dispatched). Returns how many became ready.';
 
 -- A task failed for good: every pending transitive dependent is skipped.
 -- Independent branches are untouched.
@@ -187,13 +188,15 @@ BEGIN
         v_skipped := flowforge._skip_dependents(p_run_id, p_task_id, p_now);
         PERFORM flowforge._settle_run(p_run_id, 1 + v_skipped, 1, p_now);
     ELSIF p_new_state = 'ready' THEN
+        -- Due now (no backoff) is dispatched at once; later, by tick().
+        PERFORM flowforge._dispatch_run(p_run_id, p_now);
         PERFORM flowforge._notify_ready();
     END IF;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._after_task_stopped(uuid, uuid, varchar, timestamptz) IS
   'Internal: after a running task failed or was reaped — failed: skip dependents and settle the run; '
-  'ready again (retry): wake workers.';
+  'ready again (retry): dispatch it if it is due and on a push queue, and wake workers.';
 
 -- Backoff before attempt n + 1: backoff * factor^(n - 1), capped at max_backoff.
 CREATE OR REPLACE FUNCTION flowforge._backoff(p_backoff interval, p_factor numeric, p_max interval, p_attempt integer)

@@ -88,6 +88,7 @@ BEGIN
     )
     SELECT count(*) FILTER (WHERE c.state = 'ready') INTO v_ready FROM created c;
     IF v_ready > 0 THEN
+        PERFORM flowforge._dispatch_run(v_run_id, v_now);
         PERFORM flowforge._notify_ready();
     END IF;
     RETURN v_run_id;
@@ -217,6 +218,7 @@ BEGIN
     VALUES (v_org, retry_run.run_id, NULL, 'run_retried', v_run.state, 'running',
             jsonb_build_object('tasks', v_reset, 'actor', session_user::text), v_now);
     IF v_ready > 0 THEN
+        PERFORM flowforge._dispatch_run(retry_run.run_id, v_now);
         PERFORM flowforge._notify_ready();
     END IF;
 END;

@@ -96,11 +96,7 @@ BEGIN
         FROM claimed c
     )
     SELECT c.id, c.workflow_run_id, c.task_key::text, c.attempt, c.fencing_token,
-           jsonb_build_object('run', r.input, 'deps', coalesce(
-               (SELECT jsonb_object_agg(up.task_key, up.output)
-                FROM flowforge.task_dependency td
-                JOIN flowforge.task_run up ON up.workflow_run_id = c.workflow_run_id AND up.task_id = td.depends_on_task_id
-                WHERE td.task_id = c.task_id), '{}'::jsonb)),
+           flowforge._task_input(r.input, c.workflow_run_id, c.task_id),
            c.lease_expires_at
     FROM claimed c
     JOIN flowforge.workflow_run r ON r.id = c.workflow_run_id;
@@ -124,9 +120,11 @@ DECLARE
     v_expires timestamptz;
 BEGIN
     PERFORM flowforge._check_lease(heartbeat.lease);
+    -- A push consumer's first heartbeat takes the task over from the dispatcher.
     UPDATE flowforge.task_run tr
     SET lease_expires_at = CASE WHEN tr.started_at + tr.timeout < v_now + heartbeat.lease
-                                THEN tr.started_at + tr.timeout ELSE v_now + heartbeat.lease END
+                                THEN tr.started_at + tr.timeout ELSE v_now + heartbeat.lease END,
+        lease_owner = CASE WHEN tr.lease_owner = 'dispatch' THEN 'push-consumer' ELSE tr.lease_owner END
     WHERE tr.id = heartbeat.task_run_id
       AND tr.fencing_token = heartbeat.fencing_token
       AND tr.state = 'running'
@@ -142,7 +140,8 @@ $$;
 COMMENT ON FUNCTION flowforge.heartbeat(uuid, bigint, interval) IS
   'heartbeat(task_run_id uuid, fencing_token bigint, lease interval default ''30 seconds'') -> timestamptz. Extends the '
   'lease of a running task held under this fencing token to now + lease (never past started_at + timeout) and returns '
-  'the new expiry. Records no event (it is not a transition). Errors: FF001 no such task run; FF004 stale token, lease '
+  'the new expiry; for a pushed task the first heartbeat takes it over from the dispatcher (lease_owner dispatch -> '
+  'push-consumer). Records no event (it is not a transition). Errors: FF001 no such task run; FF004 stale token, lease '
   'reaped, run cancelled or timeout exceeded — stop and drop the result; FF005 not running; FF003 bad lease.';
 
 CREATE OR REPLACE FUNCTION flowforge.complete(task_run_id uuid, fencing_token bigint, output jsonb DEFAULT NULL)
@@ -195,16 +194,15 @@ BEGIN
         PERFORM flowforge._refuse_task_write(fail.task_run_id, fail.fencing_token, 'fail');
     END IF;
     UPDATE flowforge.task_run tr
-    SET state = CASE WHEN retry.again THEN 'ready' ELSE 'failed' END,
-        attempt = CASE WHEN retry.again THEN tr.attempt + 1 ELSE tr.attempt END,
-        ready_at = CASE WHEN retry.again
+    SET state = CASE WHEN (fail.retryable IS NOT FALSE AND tr.attempt < tr.max_attempts) THEN 'ready' ELSE 'failed' END,
+        attempt = CASE WHEN (fail.retryable IS NOT FALSE AND tr.attempt < tr.max_attempts) THEN tr.attempt + 1 ELSE tr.attempt END,
+        ready_at = CASE WHEN (fail.retryable IS NOT FALSE AND tr.attempt < tr.max_attempts)
                         THEN v_now + flowforge._backoff(t.backoff, t.backoff_factor, t.max_backoff, tr.attempt)
                         ELSE tr.ready_at END,
-        finished_at = CASE WHEN retry.again THEN NULL ELSE v_now END,
+        finished_at = CASE WHEN (fail.retryable IS NOT FALSE AND tr.attempt < tr.max_attempts) THEN NULL ELSE v_now END,
         lease_expires_at = NULL,
         error = fail.error
-    FROM flowforge.task t,
-         LATERAL (SELECT coalesce(fail.retryable, true) AND tr.attempt < tr.max_attempts AS again) retry
+    FROM flowforge.task t
     WHERE tr.id = fail.task_run_id
       AND tr.fencing_token = fail.fencing_token
       AND tr.state = 'running'

@@ -26,22 +26,26 @@ BEGIN
         PERFORM 1 FROM flowforge.workflow_run r WHERE r.id = v_candidate.workflow_run_id FOR NO KEY UPDATE SKIP LOCKED;
         CONTINUE WHEN NOT FOUND;
         UPDATE flowforge.task_run tr
-        SET state = CASE WHEN tr.attempt < tr.max_attempts THEN 'ready' ELSE 'failed' END,
-            attempt = CASE WHEN tr.attempt < tr.max_attempts THEN tr.attempt + 1 ELSE tr.attempt END,
+        -- A pushed task no consumer took (lease_owner still 'dispatch') never
+        -- started: it is dispatched again at once without using an attempt.
+        SET state = CASE WHEN tr.lease_owner IS NOT DISTINCT FROM 'dispatch' OR tr.attempt < tr.max_attempts THEN 'ready' ELSE 'failed' END,
+            attempt = CASE WHEN tr.lease_owner IS DISTINCT FROM 'dispatch' AND tr.attempt < tr.max_attempts THEN tr.attempt + 1 ELSE tr.attempt END,
             fencing_token = tr.fencing_token + 1,
-            ready_at = CASE WHEN tr.attempt < tr.max_attempts
+            ready_at = CASE WHEN tr.lease_owner = 'dispatch' THEN v_now
+                            WHEN tr.attempt < tr.max_attempts
                             THEN v_now + flowforge._backoff(t.backoff, t.backoff_factor, t.max_backoff, tr.attempt)
                             ELSE tr.ready_at END,
-            finished_at = CASE WHEN tr.attempt < tr.max_attempts THEN NULL ELSE v_now END,
+            finished_at = CASE WHEN tr.lease_owner IS NOT DISTINCT FROM 'dispatch' OR tr.attempt < tr.max_attempts THEN NULL ELSE v_now END,
             lease_expires_at = NULL,
-            error = CASE WHEN tr.started_at + tr.timeout <= v_now
-                         THEN format('timed out after %s', tr.timeout)
+            error = CASE WHEN tr.lease_owner = 'dispatch' THEN 'no consumer took the pushed task within its dispatch lease'
+                         WHEN tr.started_at + tr.timeout <= v_now THEN format('timed out after %s', tr.timeout)
                          ELSE format('lease expired (held by %s)', tr.lease_owner) END
         FROM flowforge.task t
         WHERE tr.id = v_candidate.id AND t.id = tr.task_id
           AND tr.state = 'running' AND tr.lease_expires_at < v_now
         RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.state, tr.attempt, tr.fencing_token,
-                  tr.ready_at, tr.error, (tr.started_at + tr.timeout <= v_now) IS TRUE AS timed_out
+                  tr.ready_at, tr.error,
+                  (tr.lease_owner IS DISTINCT FROM 'dispatch' AND tr.started_at + tr.timeout <= v_now) IS TRUE AS timed_out
         INTO v_task;
         CONTINUE WHEN NOT FOUND;
         v_reaped := v_reaped + 1;
@@ -61,7 +65,8 @@ $$;
 COMMENT ON FUNCTION flowforge.reap_expired_leases(integer) IS
   'reap_expired_leases(max_rows int default 1000) -> int. For every organization: running tasks whose lease expired '
   '(or whose timeout passed) get a new fencing token and go back to ready after backoff with attempt + 1, or fail '
-  'for good when no attempts are left (dependents skipped, run settled). Events: lease_expired / timed_out. A task '
+  'for good when no attempts are left (dependents skipped, run settled). A pushed task no consumer took within its '
+  'dispatch lease is dispatched again at once without using an attempt. Events: lease_expired / timed_out. A task '
   'completed, heartbeaten or locked meanwhile is left alone. Returns how many were reaped. Errors: FF003 max_rows < 1.';
 
 CREATE OR REPLACE FUNCTION flowforge.tick() RETURNS jsonb
@@ -70,11 +75,14 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_reaped integer;
+    v_dispatched integer;
 BEGIN
     v_reaped := flowforge.reap_expired_leases(1000);
-    RETURN jsonb_build_object('reaped', v_reaped, 'at', flowforge.now());
+    v_dispatched := flowforge._dispatch_due(1000, flowforge.now());
+    RETURN jsonb_build_object('reaped', v_reaped, 'dispatched', v_dispatched, 'at', flowforge.now());
 END;
 $$;
 COMMENT ON FUNCTION flowforge.tick() IS
-  'tick() -> jsonb. Runs every periodic duty once and returns counts of what it did: {"reaped": n, "at": now}. '
+  'tick() -> jsonb. Runs every periodic duty once and returns counts of what it did: {"reaped": n, "dispatched": n, "at": now} '
+  '— expired leases reaped, due push-queue retries dispatched to the outbox. '
   'The daemon calls it on its tick interval; calling it more often is harmless.';

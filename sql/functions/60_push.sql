@@ -1,0 +1,210 @@
+-- Push delivery: queues that hand their tasks to RabbitMQ through the
+-- transactional outbox.
+--
+--   configure_queue(name, exchange, routing_key, dispatch_lease)
+--   take_outbox(batch) -> unpublished messages, locked for this transaction
+--   mark_published(ids) -> how many were stamped
+--
+-- When a task of a push queue becomes ready, the same transaction claims it
+-- for dispatch (running, lease_owner 'dispatch', fencing token bumped) and
+-- writes one outbox_message for that (task_run, fencing_token) generation.
+-- uniq_outbox_per_taskrun_generation makes a second row for the same
+-- generation impossible; a conflicting insert is skipped.
+
+CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_ids uuid[], p_now timestamptz) RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_written integer;
+BEGIN
+    WITH dispatched AS (
+        UPDATE flowforge.task_run tr
+        SET state = 'running',
+            fencing_token = tr.fencing_token + 1,
+            lease_owner = 'dispatch',
+            lease_expires_at = p_now + CASE WHEN tr.timeout < q.dispatch_lease THEN tr.timeout ELSE q.dispatch_lease END,
+            started_at = p_now
+        FROM flowforge.queue q
+        WHERE tr.id = ANY (p_ids) AND tr.state = 'ready'
+          AND q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
+        RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
+                  tr.fencing_token, q.exchange, coalesce(q.routing_key, tr.queue) AS routing_key
+    ), written AS (
+        INSERT INTO flowforge.outbox_message (organization_id, task_run_id, workflow_run_id, exchange, routing_key, payload,
+                                              fencing_token_snapshot, attempt_snapshot, created_at)
+        SELECT d.organization_id, d.id, d.workflow_run_id, d.exchange, d.routing_key,
+               jsonb_build_object('task_run_id', d.id, 'fencing_token', d.fencing_token, 'attempt', d.attempt,
+                                  'workflow_run_id', d.workflow_run_id, 'task_key', d.task_key,
+                                  'organization_id', d.organization_id,
+                                  'input', flowforge._task_input(r.input, d.workflow_run_id, d.task_id)),
+               d.fencing_token, d.attempt, p_now
+        FROM dispatched d
+        JOIN flowforge.workflow_run r ON r.id = d.workflow_run_id
+        ON CONFLICT ON CONSTRAINT uniq_outbox_per_taskrun_generation DO NOTHING
+        RETURNING task_run_id
+    ), events AS (
+        INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
+                                              fencing_token, attempt, detail, created_at)
+        SELECT d.organization_id, d.workflow_run_id, d.id, 'dispatched', 'ready', 'running', d.fencing_token, d.attempt,
+               jsonb_build_object('exchange', d.exchange, 'routing_key', d.routing_key), p_now
+        FROM dispatched d
+    )
+    SELECT count(*) INTO v_written FROM written;
+    IF v_written > 0 THEN
+        PERFORM pg_notify('flowforge_outbox', '');
+    END IF;
+    RETURN v_written;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._dispatch_rows(uuid[], timestamptz) IS
+  'Internal: claims the given locked ready task runs of push queues for dispatch (running, lease_owner dispatch, '
+  'new fencing token, dispatch lease) and writes one outbox_message per generation (event "dispatched", NOTIFY '
+  'flowforge_outbox). Returns the number of outbox rows written.';
+
+-- Ready, due push tasks of one run (start, dependents released, retry).
+CREATE OR REPLACE FUNCTION flowforge._dispatch_run(p_run_id uuid, p_now timestamptz) RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_ids uuid[];
+BEGIN
+    -- Pull-only deployments pay one probe of an empty partial index and nothing more.
+    IF NOT EXISTS (SELECT 1 FROM flowforge.queue q WHERE q.exchange IS NOT NULL) THEN
+        RETURN 0;
+    END IF;
+    SELECT array_agg(t.id) INTO v_ids FROM (
+        SELECT tr.id
+        FROM flowforge.task_run tr
+        JOIN flowforge.queue q ON q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
+        WHERE tr.workflow_run_id = p_run_id AND tr.state = 'ready' AND tr.ready_at <= p_now
+        FOR UPDATE OF tr SKIP LOCKED) t;
+    IF v_ids IS NULL THEN
+        RETURN 0;
+    END IF;
+    RETURN flowforge._dispatch_rows(v_ids, p_now);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._dispatch_run(uuid, timestamptz) IS
+  'Internal: dispatches the ready, due task runs of one run that belong to push queues; returns outbox rows written.';
+
+-- Ready, due push tasks of every organization (tick, a queue turned push).
+CREATE OR REPLACE FUNCTION flowforge._dispatch_due(p_limit integer, p_now timestamptz) RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_ids uuid[];
+BEGIN
+    SELECT array_agg(c.id) INTO v_ids FROM (
+        SELECT due.id
+        FROM flowforge.queue q
+        CROSS JOIN LATERAL (
+            SELECT tr.id FROM flowforge.task_run tr
+            WHERE tr.organization_id = q.organization_id AND tr.queue = q.name
+              AND tr.state = 'ready' AND tr.ready_at <= p_now
+            ORDER BY tr.priority DESC, tr.ready_at
+            LIMIT p_limit
+            FOR UPDATE SKIP LOCKED) due
+        WHERE q.exchange IS NOT NULL
+        LIMIT p_limit) c;
+    IF v_ids IS NULL THEN
+        RETURN 0;
+    END IF;
+    RETURN flowforge._dispatch_rows(v_ids, p_now);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._dispatch_due(integer, timestamptz) IS
+  'Internal: dispatches up to p_limit ready, due task runs of push queues across organizations (retries whose backoff '
+  'has passed, backlogs of a queue just made push); returns outbox rows written.';
+
+CREATE OR REPLACE FUNCTION flowforge.configure_queue(name text, exchange text DEFAULT NULL, routing_key text DEFAULT NULL,
+                                                     dispatch_lease interval DEFAULT '5 minutes')
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_org constant uuid := flowforge.current_organization();
+    v_now constant timestamptz := flowforge.now();
+BEGIN
+    IF configure_queue.name IS NULL OR configure_queue.name !~ '^[A-Za-z][A-Za-z0-9_.-]{0,62}$' THEN
+        RAISE EXCEPTION 'queue name must be 1-63 letters, digits, "_", "." or "-" starting with a letter, got %',
+            coalesce(quote_literal(configure_queue.name), 'NULL')
+            USING ERRCODE = 'FF003', HINT = 'Use the queue name your task definitions name.';
+    END IF;
+    IF configure_queue.exchange IS NOT NULL AND configure_queue.exchange !~ '^[A-Za-z0-9_.:-]{1,255}$' THEN
+        RAISE EXCEPTION 'exchange must be 1-255 letters, digits, "_", ".", ":" or "-", got %', quote_literal(configure_queue.exchange)
+            USING ERRCODE = 'FF003', HINT = 'Pass NULL to make the queue pull again.';
+    END IF;
+    IF configure_queue.routing_key IS NOT NULL AND (configure_queue.exchange IS NULL OR length(configure_queue.routing_key) > 255) THEN
+        RAISE EXCEPTION 'routing_key needs an exchange and at most 255 characters'
+            USING ERRCODE = 'FF003', HINT = 'Omit routing_key to route by the queue name.';
+    END IF;
+    IF configure_queue.dispatch_lease IS NULL OR configure_queue.dispatch_lease NOT BETWEEN interval '1 second' AND interval '1 day' THEN
+        RAISE EXCEPTION 'dispatch_lease must be between 1 second and 1 day'
+            USING ERRCODE = 'FF003', HINT = 'It is how long a consumer has to take a pushed task with its first heartbeat.';
+    END IF;
+    INSERT INTO flowforge.queue AS q (organization_id, name, exchange, routing_key, dispatch_lease, created_at, updated_at)
+    VALUES (v_org, configure_queue.name, configure_queue.exchange, configure_queue.routing_key,
+            configure_queue.dispatch_lease, v_now, v_now)
+    ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE
+    SET exchange = EXCLUDED.exchange, routing_key = EXCLUDED.routing_key,
+        dispatch_lease = EXCLUDED.dispatch_lease, updated_at = EXCLUDED.updated_at;
+    IF configure_queue.exchange IS NOT NULL THEN
+        PERFORM flowforge._dispatch_due(1000, v_now);
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.configure_queue(text, text, text, interval) IS
+  'configure_queue(name text, exchange text default null, routing_key text default null, dispatch_lease interval '
+  'default ''5 minutes''). An exchange makes the queue push: its ready tasks are dispatched through the outbox to that '
+  'exchange with routing_key (default: the queue name), and a consumer has dispatch_lease to take each task with its '
+  'first heartbeat before it is dispatched again (no attempt is used up). NULL exchange makes it pull again. Ready '
+  'tasks already waiting are dispatched at once. Errors: FF003 bad names or lease.';
+
+CREATE OR REPLACE FUNCTION flowforge.take_outbox(batch integer DEFAULT 100)
+RETURNS TABLE (id uuid, exchange text, routing_key text, message_id text, payload jsonb, created_at timestamptz)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+BEGIN
+    IF take_outbox.batch IS NULL OR take_outbox.batch NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'batch must be between 1 and 10000' USING ERRCODE = 'FF003', HINT = 'The daemon default is 100.';
+    END IF;
+    RETURN QUERY
+    SELECT m.id, m.exchange::text, m.routing_key::text,
+           m.task_run_id::text || ':' || m.fencing_token_snapshot::text, m.payload, m.created_at
+    FROM flowforge.outbox_message m
+    WHERE m.published_at IS NULL
+    ORDER BY m.created_at
+    LIMIT take_outbox.batch
+    FOR UPDATE SKIP LOCKED;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.take_outbox(integer) IS
+  'take_outbox(batch int default 100) -> setof (id, exchange, routing_key, message_id, payload, created_at). The '
+  'oldest unpublished outbox messages, locked FOR UPDATE SKIP LOCKED until the caller''s transaction ends, so any '
+  'number of daemons drain without taking the same row. message_id is <task_run_id>:<fencing_token>. Publish them, '
+  'wait for the broker''s confirms, then mark_published in the same transaction. Errors: FF003 bad batch.';
+
+CREATE OR REPLACE FUNCTION flowforge.mark_published(ids uuid[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_marked integer;
+BEGIN
+    UPDATE flowforge.outbox_message m
+    SET published_at = flowforge.now()
+    WHERE m.id = ANY (mark_published.ids) AND m.published_at IS NULL;
+    GET DIAGNOSTICS v_marked = ROW_COUNT;
+    RETURN v_marked;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.mark_published(uuid[]) IS
+  'mark_published(ids uuid[]) -> int. Stamps published_at on the given outbox messages that are still unpublished; '
+  'call it only after the broker confirmed them. Returns how many were stamped (an id already published or unknown '
+  'counts 0).';
