@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the SQL test suite against a fresh, throwaway database:
 #   create flowforge_pgtap_<pid> -> flowforge migrate -> CREATE EXTENSION pgtap
+#   -> tests/fixtures/*.sql
 #   -> pg_prove tests/sql/*.sql -> plpgsql_check lint of schema flowforge
 # and drop the database afterwards, whether or not anything failed.
 #
@@ -24,14 +25,22 @@ trap cleanup EXIT
 psql -X -q -d postgres -v ON_ERROR_STOP=1 -c "CREATE DATABASE $db"
 "$flowforge" --dsn "$dsn" migrate
 psql -X -q -d "$db" -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS pgtap"
+# Test-only helpers (e.g. the steerable clock), never installed by migrate.
+for fixture in "$repo"/tests/fixtures/*.sql; do
+    [[ -e "$fixture" ]] || continue
+    psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$fixture"
+done
 
+# Both steps always run, so one failure does not hide the other.
+status=0
 shopt -s nullglob
 files=("$repo"/tests/sql/*.sql)
 if ((${#files[@]})); then
-    pg_prove -d "$db" "${files[@]}"
+    pg_prove -d "$db" "${files[@]}" || status=1
 else
     echo "run_pgtap: no pgTAP files in tests/sql yet"
 fi
 
 echo "run_pgtap: plpgsql_check lint of schema flowforge"
-psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/lint_plpgsql.sql"
+psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/lint_plpgsql.sql" || status=1
+exit "$status"
