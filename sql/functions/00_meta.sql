@@ -1,25 +1,17 @@
--- Meta: the clock, the caller's organization, the schema version.
+-- Meta: the clock and the schema version.
 -- These are the seams every other family goes through, so each is one place.
 
+-- No SET clause and a fully qualified body, so the planner inlines it.
 CREATE OR REPLACE FUNCTION flowforge.now() RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pg_catalog.now() $$;
 COMMENT ON FUNCTION flowforge.now() IS
   'The one clock of FlowForge: transaction time. Every lease, backoff and timestamp reads it. '
   'Production cannot steer it (only the schema owner can replace a function, and migrate restores this text); '
   'the test fixtures replace it with a steerable clock inside a rolled-back transaction.';
 
-CREATE OR REPLACE FUNCTION flowforge.current_organization() RETURNS uuid
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT '00000000-0000-0000-0000-000000000001'::uuid $$;
-COMMENT ON FUNCTION flowforge.current_organization() IS
-  'The organization the caller acts in. Every API function scopes its reads and writes by it. '
-  'Returns the built-in default organization (single-tenant use).';
-
 CREATE OR REPLACE FUNCTION flowforge.schema_version() RETURNS text
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

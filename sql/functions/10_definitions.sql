@@ -77,7 +77,6 @@ DECLARE
     v_path text[] := '{}';
     v_current text;
     v_next text;
-    v_index integer;
 BEGIN
     -- Every stuck task waits on at least one other stuck task, so walking
     -- "first stuck dependency" from any stuck task must revisit a task.
@@ -100,6 +99,7 @@ BEGIN
         LIMIT 1;
         v_current := v_next;
     END LOOP;
+    RETURN NULL;  -- unreachable: the walk always closes a cycle
 END;
 $$;
 COMMENT ON FUNCTION flowforge._spec_find_cycle(text[], jsonb, boolean[]) IS
@@ -108,6 +108,9 @@ COMMENT ON FUNCTION flowforge._spec_find_cycle(text[], jsonb, boolean[]) IS
 CREATE OR REPLACE FUNCTION flowforge._normalize_spec(p_spec jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
+-- Durations are written out as interval text: pin its style, or the content
+-- hash (and so the version) would depend on the caller's IntervalStyle.
+SET intervalstyle = 'postgres'
 AS $$
 DECLARE
     c_name_pattern constant text := '^[A-Za-z][A-Za-z0-9_-]{0,62}$';
@@ -208,7 +211,8 @@ BEGIN
                OR (v_task ->> 'backoff_factor')::numeric < 1 OR (v_task ->> 'backoff_factor')::numeric > 100 THEN
                 PERFORM flowforge._invalid_definition(format('task "%s": backoff_factor must be a number from 1 to 100, got %s', v_key, v_task -> 'backoff_factor'));
             END IF;
-            v_factor := (v_task ->> 'backoff_factor')::numeric;
+            -- 2.0 and 2 are the same factor: drop trailing zeros so they hash alike.
+            v_factor := trim_scale((v_task ->> 'backoff_factor')::numeric);
         ELSE
             v_factor := 2;
         END IF;
@@ -286,11 +290,11 @@ COMMENT ON FUNCTION flowforge._normalize_spec(jsonb) IS
   'so equal content hashes equal. Raises FF002 naming the first problem.';
 
 CREATE OR REPLACE FUNCTION flowforge.define_workflow(spec jsonb) RETURNS uuid
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_org constant uuid := flowforge.current_organization();
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_spec jsonb;
     v_name text;
@@ -298,6 +302,7 @@ DECLARE
     v_latest record;
     v_id uuid;
 BEGIN
+    PERFORM flowforge._check_size(define_workflow.spec, 'workflow spec');
     v_spec := flowforge._normalize_spec(define_workflow.spec);
     v_name := v_spec ->> 'name';
     v_hash := md5(v_spec::text);
@@ -331,6 +336,7 @@ BEGIN
     JOIN flowforge.task child ON child.workflow_id = v_id AND child.key = t ->> 'key'
     JOIN flowforge.task parent ON parent.workflow_id = v_id AND parent.key = dep.key;
 
+    PERFORM flowforge._audit(v_org, 'define', 'workflow', v_id::text, ARRAY['name', 'version', 'spec']);
     RETURN v_id;
 END;
 $$;

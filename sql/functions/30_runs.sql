@@ -10,11 +10,11 @@
 
 CREATE OR REPLACE FUNCTION flowforge.start_run(workflow text, input jsonb DEFAULT '{}', idempotency_key text DEFAULT NULL)
 RETURNS uuid
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_org constant uuid := flowforge.current_organization();
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_input constant jsonb := coalesce(start_run.input, '{}');
     v_workflow record;
@@ -27,6 +27,7 @@ BEGIN
         RAISE EXCEPTION 'run input must be a JSON object, got %', jsonb_typeof(v_input)
             USING ERRCODE = 'FF003', HINT = 'Wrap the value: {"value": ...}.';
     END IF;
+    PERFORM flowforge._check_size(v_input, 'run input');
     IF start_run.idempotency_key IS NOT NULL AND length(start_run.idempotency_key) NOT BETWEEN 1 AND 200 THEN
         RAISE EXCEPTION 'idempotency key must be 1 to 200 characters'
             USING ERRCODE = 'FF003', HINT = 'Use a short stable key, such as a request id.';
@@ -69,6 +70,9 @@ BEGIN
     INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state, detail, created_at)
     VALUES (v_org, v_run_id, NULL, 'run_started', NULL, 'running',
             jsonb_build_object('workflow_id', v_workflow.id, 'actor', session_user::text), v_now);
+    PERFORM flowforge._audit(v_org, 'start', 'workflow_run', v_run_id::text,
+                             CASE WHEN start_run.idempotency_key IS NULL THEN ARRAY['workflow', 'input']
+                                  ELSE ARRAY['workflow', 'input', 'idempotency_key'] END);
 
     WITH created AS (
         INSERT INTO flowforge.task_run (organization_id, workflow_run_id, task_id, task_key, queue, priority, state,
@@ -102,11 +106,11 @@ COMMENT ON FUNCTION flowforge.start_run(text, jsonb, text) IS
   'nothing. Errors: FF001 unknown workflow; FF003 input not an object or a bad key; FF006 key reused for a different request.';
 
 CREATE OR REPLACE FUNCTION flowforge.cancel_run(run_id uuid, reason text DEFAULT NULL) RETURNS void
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_org constant uuid := flowforge.current_organization();
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_run record;
 BEGIN
@@ -148,6 +152,8 @@ BEGIN
     INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state, detail, created_at)
     VALUES (v_org, cancel_run.run_id, NULL, 'run_cancelled', v_run.state, 'cancelled',
             jsonb_build_object('reason', cancel_run.reason, 'actor', session_user::text), v_now);
+    PERFORM flowforge._audit(v_org, 'cancel', 'workflow_run', cancel_run.run_id::text,
+                             CASE WHEN cancel_run.reason IS NULL THEN '{}'::text[] ELSE ARRAY['reason'] END);
 END;
 $$;
 COMMENT ON FUNCTION flowforge.cancel_run(uuid, text) IS
@@ -157,11 +163,11 @@ COMMENT ON FUNCTION flowforge.cancel_run(uuid, text) IS
   'Errors: FF001 no such run; FF005 the run already finished.';
 
 CREATE OR REPLACE FUNCTION flowforge.retry_run(run_id uuid) RETURNS void
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_org constant uuid := flowforge.current_organization();
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_run record;
     v_reset integer;
@@ -217,6 +223,7 @@ BEGIN
     INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state, detail, created_at)
     VALUES (v_org, retry_run.run_id, NULL, 'run_retried', v_run.state, 'running',
             jsonb_build_object('tasks', v_reset, 'actor', session_user::text), v_now);
+    PERFORM flowforge._audit(v_org, 'retry', 'workflow_run', retry_run.run_id::text);
     IF v_ready > 0 THEN
         PERFORM flowforge._dispatch_run(retry_run.run_id, v_now);
         PERFORM flowforge._notify_ready();
@@ -232,12 +239,12 @@ COMMENT ON FUNCTION flowforge.retry_run(uuid) IS
 CREATE OR REPLACE FUNCTION flowforge.run_events(run_id uuid)
 RETURNS TABLE (seq bigint, created_at timestamptz, task_run_id uuid, task_key text, kind text,
                from_state text, to_state text, attempt integer, fencing_token bigint, detail jsonb)
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_org constant uuid := flowforge.current_organization();
+    v_org constant uuid := flowforge._authorize('viewer');
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM flowforge.workflow_run r WHERE r.id = run_events.run_id AND r.organization_id = v_org) THEN
         RAISE EXCEPTION 'run % not found', run_events.run_id

@@ -25,12 +25,12 @@ COMMENT ON FUNCTION flowforge._check_lease(interval) IS 'Internal: raises FF003 
 CREATE OR REPLACE FUNCTION flowforge.claim(queues text[], worker text, lease interval DEFAULT '30 seconds', batch integer DEFAULT 1)
 RETURNS TABLE (task_run_id uuid, workflow_run_id uuid, task_key text, attempt integer,
                fencing_token bigint, input jsonb, lease_expires_at timestamptz)
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_org constant uuid := flowforge.current_organization();
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_ids uuid[];
 BEGIN
@@ -112,10 +112,11 @@ COMMENT ON FUNCTION flowforge.claim(text[], text, interval, integer) IS
 
 CREATE OR REPLACE FUNCTION flowforge.heartbeat(task_run_id uuid, fencing_token bigint, lease interval DEFAULT '30 seconds')
 RETURNS timestamptz
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_expires timestamptz;
 BEGIN
@@ -128,7 +129,7 @@ BEGIN
     WHERE tr.id = heartbeat.task_run_id
       AND tr.fencing_token = heartbeat.fencing_token
       AND tr.state = 'running'
-      AND tr.organization_id = flowforge.current_organization()
+      AND tr.organization_id = v_org
       AND (tr.timeout IS NULL OR tr.started_at + tr.timeout > v_now)
     RETURNING tr.lease_expires_at INTO v_expires;
     IF NOT FOUND THEN
@@ -146,10 +147,11 @@ COMMENT ON FUNCTION flowforge.heartbeat(uuid, bigint, interval) IS
 
 CREATE OR REPLACE FUNCTION flowforge.complete(task_run_id uuid, fencing_token bigint, output jsonb DEFAULT NULL)
 RETURNS void
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_task record;
 BEGIN
@@ -161,11 +163,12 @@ BEGIN
     WHERE tr.id = complete.task_run_id
       AND tr.fencing_token = complete.fencing_token
       AND tr.state = 'running'
-      AND tr.organization_id = flowforge.current_organization()
+      AND tr.organization_id = v_org
     RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt INTO v_task;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
     END IF;
+    PERFORM flowforge._check_size(complete.output, 'task output');
     INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
                                           fencing_token, attempt, created_at)
     VALUES (v_task.organization_id, v_task.workflow_run_id, complete.task_run_id, 'completed', 'running', 'succeeded',
@@ -183,10 +186,11 @@ COMMENT ON FUNCTION flowforge.complete(uuid, bigint, jsonb) IS
 
 CREATE OR REPLACE FUNCTION flowforge.fail(task_run_id uuid, fencing_token bigint, error text, retryable boolean DEFAULT true)
 RETURNS void
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_task record;
 BEGIN
@@ -206,7 +210,7 @@ BEGIN
     WHERE tr.id = fail.task_run_id
       AND tr.fencing_token = fail.fencing_token
       AND tr.state = 'running'
-      AND tr.organization_id = flowforge.current_organization()
+      AND tr.organization_id = v_org
       AND t.id = tr.task_id
     RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.state, tr.attempt, tr.ready_at INTO v_task;
     IF NOT FOUND THEN

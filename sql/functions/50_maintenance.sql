@@ -1,7 +1,7 @@
 -- Periodic duties: the lease reaper and tick(), which the daemon calls on a timer.
 
 CREATE OR REPLACE FUNCTION flowforge.reap_expired_leases(max_rows integer DEFAULT 1000) RETURNS integer
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -70,7 +70,7 @@ COMMENT ON FUNCTION flowforge.reap_expired_leases(integer) IS
   'completed, heartbeaten or locked meanwhile is left alone. Returns how many were reaped. Errors: FF003 max_rows < 1.';
 
 CREATE OR REPLACE FUNCTION flowforge.tick() RETURNS jsonb
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

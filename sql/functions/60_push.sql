@@ -122,11 +122,11 @@ COMMENT ON FUNCTION flowforge._dispatch_due(integer, timestamptz) IS
 CREATE OR REPLACE FUNCTION flowforge.configure_queue(name text, exchange text DEFAULT NULL, routing_key text DEFAULT NULL,
                                                      dispatch_lease interval DEFAULT '5 minutes')
 RETURNS void
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_org constant uuid := flowforge.current_organization();
+    v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
 BEGIN
     IF configure_queue.name IS NULL OR configure_queue.name !~ '^[A-Za-z][A-Za-z0-9_.-]{0,62}$' THEN
@@ -166,7 +166,7 @@ COMMENT ON FUNCTION flowforge.configure_queue(text, text, text, interval) IS
 
 CREATE OR REPLACE FUNCTION flowforge.take_outbox(batch integer DEFAULT 100)
 RETURNS TABLE (id uuid, exchange text, routing_key text, message_id text, payload jsonb, created_at timestamptz)
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 #variable_conflict use_column
@@ -191,7 +191,7 @@ COMMENT ON FUNCTION flowforge.take_outbox(integer) IS
   'wait for the broker''s confirms, then mark_published in the same transaction. Errors: FF003 bad batch.';
 
 CREATE OR REPLACE FUNCTION flowforge.mark_published(ids uuid[]) RETURNS integer
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -1,0 +1,343 @@
+-- Identity: who is calling, for which organization, with which rights.
+--
+-- A caller's organization comes from something it cannot forge:
+--   1. a gateway login (member of flowforge_gateway) acts for the API key it
+--      verified with flowforge.authenticate() in the current transaction — the
+--      record is keyed by (backend pid, transaction id) in a table only
+--      SECURITY DEFINER functions can write;
+--   2. any other login acts for the organization its own role (session_user,
+--      which SET ROLE does not change) is a member of;
+--   3. superusers and members of flowforge_owner (single-tenant use, the
+--      operator) act for the built-in default organization.
+-- Never from a setting: every database user can SET any custom GUC.
+-- These functions are owned by flowforge_system, whose RLS policy sees every
+-- organization (they read membership before an organization is known).
+
+CREATE OR REPLACE FUNCTION flowforge._caller(OUT organization_id uuid, OUT role text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_user constant name := session_user;
+    v_count integer;
+BEGIN
+    -- Superusers first: pg_has_role() is true for them whatever the role.
+    IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = v_user AND r.rolsuper) THEN
+        organization_id := '00000000-0000-0000-0000-000000000001';
+        role := 'owner';
+        RETURN;
+    END IF;
+    IF pg_has_role(v_user, 'flowforge_gateway', 'MEMBER') THEN
+        SELECT g.organization_id, g.role INTO organization_id, role
+        FROM flowforge.gateway_session g
+        WHERE g.backend_pid = pg_backend_pid() AND g.xact_id = pg_current_xact_id();
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'not authenticated: call flowforge.authenticate(api_key) first in this transaction'
+                USING ERRCODE = 'FF008', HINT = 'A gateway connection authenticates every transaction with an API key.';
+        END IF;
+        RETURN;
+    END IF;
+    SELECT min(m.organization_id::text)::uuid, min(m.role), count(*) INTO organization_id, role, v_count
+    FROM flowforge.membership m WHERE m.member = v_user;
+    IF v_count = 1 THEN
+        RETURN;
+    END IF;
+    IF pg_has_role(v_user, 'flowforge_owner', 'MEMBER') THEN
+        organization_id := '00000000-0000-0000-0000-000000000001';
+        role := 'owner';
+        RETURN;
+    END IF;
+    RAISE EXCEPTION 'role % is not a member of any organization', v_user
+        USING ERRCODE = 'FF007', HINT = 'An organization admin maps it with flowforge.add_member(organization, member, role).';
+END;
+$$;
+COMMENT ON FUNCTION flowforge._caller() IS
+  'Internal: the caller''s organization and membership role, from its gateway authentication, its login role''s '
+  'membership, or (superuser / flowforge_owner) the default organization as owner. Errors: FF008 gateway not '
+  'authenticated in this transaction; FF007 the login role belongs to no organization.';
+
+CREATE OR REPLACE FUNCTION flowforge.current_organization() RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT c.organization_id FROM flowforge._caller() c $$;
+COMMENT ON FUNCTION flowforge.current_organization() IS
+  'current_organization() -> uuid. The organization the caller acts in (see _caller): every API function and every '
+  'RLS policy of a tenant table scopes by it. Errors: FF007 no membership; FF008 gateway not authenticated.';
+
+-- Rank of a membership role, for "at least" checks.
+CREATE OR REPLACE FUNCTION flowforge._role_rank(p_role text) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT array_position(ARRAY['viewer', 'member', 'admin', 'owner'], p_role) $$;
+COMMENT ON FUNCTION flowforge._role_rank(text) IS 'Internal: viewer 1, member 2, admin 3, owner 4; NULL otherwise.';
+
+-- The caller's organization, provided its role is at least p_min_role.
+CREATE OR REPLACE FUNCTION flowforge._authorize(p_min_role text) RETURNS uuid
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_caller record;
+BEGIN
+    SELECT c.organization_id, c.role INTO v_caller FROM flowforge._caller() c;
+    IF flowforge._role_rank(v_caller.role) < flowforge._role_rank(p_min_role) THEN
+        RAISE EXCEPTION 'permission denied: this needs the % role, % has %', p_min_role, session_user, v_caller.role
+            USING ERRCODE = 'FF007', HINT = 'Ask an organization admin for a role with more rights.';
+    END IF;
+    RETURN v_caller.organization_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._authorize(text) IS
+  'Internal: the caller''s organization if its membership role is at least p_min_role; FF007 otherwise.';
+
+-- Whoever may manage organizations themselves: superusers and the schema owner's members.
+CREATE OR REPLACE FUNCTION flowforge._is_operator() RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = session_user AND r.rolsuper)
+        OR pg_has_role(session_user, 'flowforge_owner', 'MEMBER')
+$$;
+COMMENT ON FUNCTION flowforge._is_operator() IS
+  'Internal: true for superusers and members of flowforge_owner (who manage organizations).';
+
+-- Append to the audit log: field names and ids, never values (seed 002's rule).
+CREATE OR REPLACE FUNCTION flowforge._audit(p_organization_id uuid, p_action text, p_entity text, p_entity_id text,
+                                            p_fields text[] DEFAULT '{}')
+RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, entity_id, fields, created_at)
+    VALUES (p_organization_id,
+            session_user::text || coalesce(' via key ' || (SELECT k.prefix FROM flowforge.api_key k
+                                                           JOIN flowforge.gateway_session g ON g.api_key_id = k.id
+                                                           WHERE g.backend_pid = pg_backend_pid()
+                                                             AND g.xact_id = pg_current_xact_id()), ''),
+            p_action, p_entity, p_entity_id, p_fields, flowforge.now())
+$$;
+COMMENT ON FUNCTION flowforge._audit(uuid, text, text, text, text[]) IS
+  'Internal: appends an audit_log row (actor = login role, plus the API key prefix for gateway calls; field names, '
+  'never values).';
+
+-- Refuse a JSON document larger than the installation's limit.
+CREATE OR REPLACE FUNCTION flowforge._check_size(p_value jsonb, p_what text) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_limit integer;
+BEGIN
+    IF p_value IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT s.max_payload_bytes INTO v_limit FROM flowforge.setting s;
+    IF pg_column_size(p_value) > v_limit THEN
+        RAISE EXCEPTION '% is % bytes, over the limit of % bytes', p_what, pg_column_size(p_value), v_limit
+            USING ERRCODE = 'FF009',
+                  HINT = 'Store large data elsewhere and pass a reference; the limit is flowforge.setting.max_payload_bytes.';
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._check_size(jsonb, text) IS
+  'Internal: raises FF009 when a jsonb value is larger than flowforge.setting.max_payload_bytes (default 1 MiB).';
+
+CREATE OR REPLACE FUNCTION flowforge.create_organization(slug text, name text) RETURNS uuid
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_id uuid;
+BEGIN
+    IF NOT flowforge._is_operator() THEN
+        RAISE EXCEPTION 'permission denied: only the operator (superuser or flowforge_owner member) creates organizations'
+            USING ERRCODE = 'FF007', HINT = 'Ask the database operator.';
+    END IF;
+    IF create_organization.slug IS NULL OR create_organization.slug !~ '^[a-z][a-z0-9-]{0,62}$' THEN
+        RAISE EXCEPTION 'organization slug must be 1-63 lowercase letters, digits or "-" starting with a letter'
+            USING ERRCODE = 'FF003', HINT = 'For example: acme-corp.';
+    END IF;
+    IF create_organization.name IS NULL OR length(btrim(create_organization.name)) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'organization name must be 1 to 200 characters' USING ERRCODE = 'FF003', HINT = 'A display name.';
+    END IF;
+    INSERT INTO flowforge.organization (slug, name, created_at)
+    VALUES (create_organization.slug, create_organization.name, flowforge.now())
+    ON CONFLICT ON CONSTRAINT uniq_organization_slug DO NOTHING
+    RETURNING id INTO v_id;
+    IF v_id IS NULL THEN
+        RAISE EXCEPTION 'organization % already exists', quote_literal(create_organization.slug)
+            USING ERRCODE = 'FF003', HINT = 'Pick another slug.';
+    END IF;
+    PERFORM flowforge._audit(v_id, 'create', 'organization', v_id::text, ARRAY['slug', 'name']);
+    RETURN v_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.create_organization(text, text) IS
+  'create_organization(slug text, name text) -> uuid. Operator only (superuser or member of flowforge_owner). Audited. '
+  'Errors: FF007 not the operator; FF003 bad or taken slug, bad name.';
+
+-- The organization named by slug, if the caller may administer it.
+CREATE OR REPLACE FUNCTION flowforge._administered_organization(p_slug text) RETURNS uuid
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_id uuid;
+BEGIN
+    SELECT o.id INTO v_id FROM flowforge.organization o WHERE o.slug = p_slug;
+    IF v_id IS NOT NULL AND flowforge._is_operator() THEN
+        RETURN v_id;
+    END IF;
+    -- Not found and not yours are the same answer.
+    IF v_id IS NULL OR v_id IS DISTINCT FROM flowforge._authorize('admin') THEN
+        RAISE EXCEPTION 'organization % not found', coalesce(quote_literal(p_slug), 'NULL')
+            USING ERRCODE = 'FF001', HINT = 'Check the slug; you can only manage your own organization.';
+    END IF;
+    RETURN v_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._administered_organization(text) IS
+  'Internal: the id of the organization with this slug when the caller is the operator or an admin/owner of it; '
+  'FF001 otherwise (no existence oracle), FF007 when the caller is a member without admin rights.';
+
+CREATE OR REPLACE FUNCTION flowforge.add_member(organization text, member name, role text DEFAULT 'member')
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_org uuid := flowforge._administered_organization(add_member.organization);
+BEGIN
+    IF flowforge._role_rank(add_member.role) IS NULL THEN
+        RAISE EXCEPTION 'role must be owner, admin, member or viewer, got %', coalesce(quote_literal(add_member.role), 'NULL')
+            USING ERRCODE = 'FF003', HINT = 'viewer reads; member runs workflows; admin manages keys and members.';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = add_member.member AND NOT r.rolsuper)
+       OR add_member.member::text LIKE 'flowforge\_%' THEN
+        RAISE EXCEPTION 'member must be an existing, non-superuser database role outside flowforge_*, got %',
+            quote_ident(add_member.member)
+            USING ERRCODE = 'FF003', HINT = 'CREATE ROLE ... LOGIN first.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM flowforge.membership m
+               WHERE m.member = add_member.member AND m.organization_id <> v_org) THEN
+        RAISE EXCEPTION 'role % already belongs to another organization', quote_ident(add_member.member)
+            USING ERRCODE = 'FF003', HINT = 'A login role acts for exactly one organization; create one role per organization.';
+    END IF;
+    INSERT INTO flowforge.membership AS m (organization_id, member, role, created_at)
+    VALUES (v_org, add_member.member, add_member.role, flowforge.now())
+    ON CONFLICT ON CONSTRAINT uniq_membership_org_member DO UPDATE SET role = EXCLUDED.role;
+    EXECUTE format('GRANT flowforge_app, flowforge_worker TO %I', add_member.member);
+    PERFORM flowforge._audit(v_org, 'add', 'membership', add_member.member::text, ARRAY['member', 'role']);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.add_member(text, name, text) IS
+  'add_member(organization text, member name, role text default ''member''). Maps a database login role to the '
+  'organization (slug) with a membership role (owner/admin/member/viewer) and grants it flowforge_app and '
+  'flowforge_worker; the functions themselves check the membership role. A role belongs to one organization. '
+  'Operator or organization admin only. Audited. Errors: FF001 no such organization (or not yours); FF003 bad role or '
+  'member; FF007 not an admin.';
+
+CREATE OR REPLACE FUNCTION flowforge.remove_member(organization text, member name) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_org uuid := flowforge._administered_organization(remove_member.organization);
+BEGIN
+    DELETE FROM flowforge.membership m WHERE m.organization_id = v_org AND m.member = remove_member.member;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'member % not found', quote_ident(remove_member.member)
+            USING ERRCODE = 'FF001', HINT = 'flowforge.add_member maps a role to an organization.';
+    END IF;
+    EXECUTE format('REVOKE flowforge_app, flowforge_worker FROM %I', remove_member.member);
+    PERFORM flowforge._audit(v_org, 'remove', 'membership', remove_member.member::text, ARRAY['member']);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.remove_member(text, name) IS
+  'remove_member(organization text, member name). Removes the mapping and revokes flowforge_app and flowforge_worker '
+  'from the role. Operator or organization admin only. Audited. Errors: FF001 no such organization or member; FF007.';
+
+CREATE OR REPLACE FUNCTION flowforge.create_api_key(organization text, name text, role text DEFAULT 'member')
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_org uuid := flowforge._administered_organization(create_api_key.organization);
+    v_prefix text := 'ffk_' || left(replace(gen_random_uuid()::text, '-', ''), 12);
+    -- Two version-4 UUIDs: 244 bits from the server's strong random source.
+    v_secret text := replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', '');
+    v_token text;
+BEGIN
+    IF flowforge._role_rank(create_api_key.role) IS NULL THEN
+        RAISE EXCEPTION 'role must be owner, admin, member or viewer' USING ERRCODE = 'FF003', HINT = 'member runs workflows.';
+    END IF;
+    IF create_api_key.name IS NULL OR length(create_api_key.name) NOT BETWEEN 1 AND 100 THEN
+        RAISE EXCEPTION 'key name must be 1 to 100 characters' USING ERRCODE = 'FF003', HINT = 'Name what uses the key.';
+    END IF;
+    v_token := v_prefix || '_' || v_secret;
+    -- sha256 of a high-entropy token: a slow password hash would only hand attackers a CPU lever.
+    INSERT INTO flowforge.api_key (organization_id, name, prefix, hashed_key, role, created_at)
+    VALUES (v_org, create_api_key.name, v_prefix, sha256(convert_to(v_token, 'UTF8')), create_api_key.role, flowforge.now());
+    PERFORM flowforge._audit(v_org, 'create', 'api_key', v_prefix, ARRAY['name', 'role', 'prefix']);
+    RETURN v_token;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.create_api_key(text, text, text) IS
+  'create_api_key(organization text, name text, role text default ''member'') -> text. Returns the new key once '
+  '(ffk_<12 hex prefix>_<64 hex secret>); only its sha256 and prefix are stored. Operator or organization admin only. '
+  'Audited (no secret). Errors: FF001 no such organization (or not yours); FF003 bad role or name; FF007 not an admin.';
+
+CREATE OR REPLACE FUNCTION flowforge.revoke_api_key(prefix text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_key record;
+BEGIN
+    SELECT k.id, k.organization_id, o.slug INTO v_key
+    FROM flowforge.api_key k JOIN flowforge.organization o ON o.id = k.organization_id
+    WHERE k.prefix = revoke_api_key.prefix;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'API key % not found', coalesce(quote_literal(revoke_api_key.prefix), 'NULL')
+            USING ERRCODE = 'FF001', HINT = 'Pass the key''s prefix (ffk_...), not the secret.';
+    END IF;
+    PERFORM flowforge._administered_organization(v_key.slug);
+    UPDATE flowforge.api_key k SET revoked_at = coalesce(k.revoked_at, flowforge.now()) WHERE k.id = v_key.id;
+    DELETE FROM flowforge.gateway_session g WHERE g.api_key_id = v_key.id;
+    PERFORM flowforge._audit(v_key.organization_id, 'revoke', 'api_key', revoke_api_key.prefix, ARRAY['revoked_at']);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.revoke_api_key(text) IS
+  'revoke_api_key(prefix text). The key stops working from the next authenticate. Operator or organization admin '
+  'only. Audited. Errors: FF001 no such key (or not yours); FF007 not an admin.';
+
+CREATE OR REPLACE FUNCTION flowforge.authenticate(api_key text) RETURNS uuid
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_key record;
+BEGIN
+    SELECT k.id, k.organization_id, k.role INTO v_key
+    FROM flowforge.api_key k
+    WHERE k.prefix = split_part(authenticate.api_key, '_', 1) || '_' || split_part(authenticate.api_key, '_', 2)
+      AND k.revoked_at IS NULL
+      AND k.hashed_key = sha256(convert_to(authenticate.api_key, 'UTF8'));
+    IF NOT FOUND THEN
+        -- One answer for unknown, wrong and revoked keys; the key never appears in the message.
+        RAISE EXCEPTION 'invalid API key' USING ERRCODE = 'FF008', HINT = 'Check the key; a revoked key is invalid.';
+    END IF;
+    INSERT INTO flowforge.gateway_session (backend_pid, xact_id, organization_id, role, api_key_id, created_at)
+    VALUES (pg_backend_pid(), pg_current_xact_id(), v_key.organization_id, v_key.role, v_key.id, flowforge.now())
+    ON CONFLICT ON CONSTRAINT gateway_session_pkey DO UPDATE
+    SET xact_id = EXCLUDED.xact_id, organization_id = EXCLUDED.organization_id, role = EXCLUDED.role,
+        api_key_id = EXCLUDED.api_key_id, created_at = EXCLUDED.created_at;
+    UPDATE flowforge.api_key k SET last_used_at = flowforge.now() WHERE k.id = v_key.id;
+    RETURN v_key.organization_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.authenticate(api_key text) IS
+  'authenticate(api_key text) -> uuid. For gateway connections (flowforge_gateway): verifies the key (prefix lookup, '
+  'sha256 compare, not revoked) and confines the rest of the current transaction to its organization and role; '
+  'returns the organization id. Records last_used_at. Errors: FF008 invalid, unknown or revoked key (one answer).';
