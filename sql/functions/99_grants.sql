@@ -51,6 +51,7 @@ GRANT EXECUTE ON FUNCTION
     flowforge.claim(text[], text, interval, integer),
     flowforge.heartbeat(uuid, bigint, interval),
     flowforge.complete(uuid, bigint, jsonb),
+    flowforge.complete_many(uuid[], bigint[], jsonb[]),
     flowforge.fail(uuid, bigint, text, boolean)
 TO flowforge_worker, flowforge_gateway;
 
