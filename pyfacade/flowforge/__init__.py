@@ -7,3 +7,7 @@ SDK and a small daemon — so nothing here decides what a run or a task may do.
 """
 
 __version__ = "0.1.0"
+
+from .worker import Context, PermanentError, Worker  # noqa: E402  (the SDK's public names)
+
+__all__ = ["Context", "PermanentError", "Worker", "__version__"]

@@ -24,6 +24,11 @@ from . import __version__, config, errors
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("flowforge.commands.migrate", "migrate"),
     ("flowforge.commands.doctor", "doctor"),
+    ("flowforge.commands.demo", "demo"),
+    ("flowforge.commands.worker", "worker"),
+    ("flowforge.commands.workflow", "workflow"),
+    ("flowforge.commands.run", "run"),
+    ("flowforge.commands.queue", "queue"),
 )
 
 EXIT_ERROR = 1

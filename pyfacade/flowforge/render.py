@@ -76,3 +76,89 @@ def table(rows: Iterable[Sequence[Any]], headers: Sequence[str] | None = None,
 def as_json(value: Any) -> str:
     """Stable JSON for ``--json``: sorted keys, non-JSON values stringified."""
     return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
+# --- DAGs, progress, live redraw -------------------------------------------------
+
+FINISHED_RUN_STATES = ("succeeded", "failed", "cancelled")
+
+
+def levels(tasks: Sequence[dict]) -> list[list[str]]:
+    """Task keys grouped by topological level (a task sits one below its deepest dependency).
+
+    Only for drawing: the database validated the DAG.  Keys keep their spec
+    order within a level.
+    """
+    deps = {t["key"]: list(t.get("depends_on") or []) for t in tasks}
+    level: dict[str, int] = {}
+
+    def depth(key: str, seen: tuple = ()) -> int:
+        if key not in level:
+            if key in seen:  # cannot happen for a stored definition; draw it flat rather than recurse
+                return 0
+            level[key] = 1 + max((depth(d, seen + (key,)) for d in deps.get(key, []) if d in deps), default=-1)
+        return level[key]
+
+    for key in deps:
+        depth(key)
+    out: list[list[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+    for key in deps:
+        out[level[key]].append(key)
+    return out
+
+
+def dag(tasks: Sequence[dict], *, states: dict[str, str] | None = None, colour: bool | None = None) -> str:
+    """The DAG as layers joined by arrows; with ``states``, each key shows its state."""
+    if colour is None:
+        colour = use_colour()
+    lines = []
+    for i, layer in enumerate(levels(tasks)):
+        if i:
+            lines.append("    │")
+            lines.append("    ▼")
+        cells = []
+        for key in layer:
+            if states is not None and key in states:
+                cells.append(f"{key} [{state(states[key], colour=colour)}]")
+            else:
+                cells.append(key)
+        lines.append("  " + "   ".join(cells))
+    return "\n".join(lines)
+
+
+def bar(done: int, total: int, width: int = 20) -> str:
+    """A text progress bar: ``█████░░░░░``."""
+    filled = 0 if total <= 0 else min(width, round(width * done / total))
+    return "█" * filled + "░" * (width - filled)
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+class Live:
+    """Redraws a block of lines in place on a terminal; elsewhere prints a block only when it changed."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stdout
+        self.tty = use_colour(self.stream) or bool(getattr(self.stream, "isatty", lambda: False)())
+        self._height = 0
+        self._last: str | None = None
+
+    def update(self, text: str) -> None:
+        if text == self._last:
+            return
+        self._last = text
+        if self.tty:
+            if self._height:
+                self.stream.write(f"\x1b[{self._height}F\x1b[J")
+            self.stream.write(text + "\n")
+            self._height = text.count("\n") + 1
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()

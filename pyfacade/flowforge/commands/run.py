@@ -1,0 +1,210 @@
+"""``flowforge run start | list | show | watch | events | cancel | retry``."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import click
+
+from .. import api, errors, render
+from ..config import Settings
+from ._common import connection, emit_json, json_option, parse_json_object, wants_json, when
+
+RUN_STATES = ("pending", "running", "succeeded", "failed", "cancelled")
+
+
+@click.group("run")
+def run() -> None:
+    """Workflow runs. RUN_ID may be a unique prefix of the id (at least 4 hex digits)."""
+
+
+@run.command("start")
+@click.argument("workflow")
+@click.option("--input", "input_text", default="{}", metavar="JSON", help="The run's input: a JSON object.")
+@click.option("--idempotency-key", metavar="KEY", help="Starting again with the same key returns the same run.")
+@click.pass_obj
+def start(settings: Settings, workflow: str, input_text: str, idempotency_key: str | None) -> None:
+    """Start the latest version of WORKFLOW; prints the run id."""
+    run_input = parse_json_object(input_text, "--input")
+    with connection(settings) as conn:
+        run_id = api.start_run(conn, workflow, run_input, idempotency_key)
+    if settings.json:
+        emit_json({"id": run_id, "workflow": workflow})
+    else:
+        click.echo(str(run_id))
+
+
+@run.command("list")
+@click.option("--workflow", help="Only runs of this workflow.")
+@click.option("--state", type=click.Choice(RUN_STATES), help="Only runs in this state.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 10000))
+@json_option
+@click.pass_obj
+def list_(settings: Settings, workflow: str | None, state: str | None, limit: int, json_flag: bool) -> None:
+    """The newest runs first."""
+    with connection(settings) as conn:
+        rows = api.list_runs(conn, workflow=workflow, state=state, limit=limit)
+    if wants_json(settings, json_flag):
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no runs")
+        return
+    click.echo(render.table(
+        [(r["id"], f"{r['workflow']} v{r['version']}", r["state"], f"{r['tasks_done']}/{r['tasks_total']}",
+          when(r["created_at"]), _elapsed(r["created_at"], r["finished_at"])) for r in rows],
+        headers=("ID", "WORKFLOW", "STATE", "TASKS", "CREATED", "TOOK"), state_column=2))
+
+
+def _elapsed(start: datetime | None, end: datetime | None) -> str:
+    if start is None:
+        return ""
+    return render.duration(((end or datetime.now(timezone.utc)) - start).total_seconds())
+
+
+def _run_json(run: dict) -> dict:
+    out = {k: v for k, v in run.items() if k != "spec"}
+    out["tasks"] = [{"id": t["id"], "key": t["task_key"], "queue": t["queue"], "state": t["state"],
+                     "attempt": t["attempt"], "max_attempts": t["max_attempts"], "worker": t["lease_owner"],
+                     "error": t["error"], "output": t["output"], "started_at": t["started_at"],
+                     "finished_at": t["finished_at"]} for t in run["tasks"]]
+    return out
+
+
+def _run_text(run: dict, colour: bool | None = None) -> str:
+    head = (f"run {run['id']}  {run['workflow']} v{run['version']}  "
+            f"{render.state(run['state'], colour=colour)}  {run['tasks_done']}/{run['tasks_total']} tasks done  "
+            f"{_elapsed(run['started_at'] or run['created_at'], run['finished_at'])}")
+    lines = [head]
+    if run.get("reason"):
+        lines.append(f"reason: {run['reason']}")
+    lines.append("")
+    lines.append(render.table(
+        [(t["task_key"], t["state"], f"{t['attempt']}/{t['max_attempts']}",
+          _elapsed(t["started_at"], t["finished_at"]) if t["started_at"] else "",
+          t["lease_owner"] if t["state"] == "running" else "",
+          (t["error"] or "")[:80] if t["state"] != "succeeded" else "") for t in run["tasks"]],
+        headers=("TASK", "STATE", "ATTEMPT", "TOOK", "WORKER", "ERROR"), state_column=1, colour=colour))
+    return "\n".join(lines)
+
+
+@run.command("show")
+@click.argument("run_id")
+@json_option
+@click.pass_obj
+def show(settings: Settings, run_id: str, json_flag: bool) -> None:
+    """A run and each of its tasks."""
+    with connection(settings) as conn:
+        found = api.get_run(conn, api.resolve_run_id(conn, run_id))
+    if wants_json(settings, json_flag):
+        emit_json(_run_json(found))
+    else:
+        click.echo(_run_text(found))
+
+
+@run.command("watch")
+@click.argument("run_id")
+@click.option("--interval", default=0.5, show_default=True, type=click.FloatRange(0.1, 60),
+              help="Seconds between redraws.")
+@click.option("--timeout", type=click.FloatRange(0), help="Stop watching after this many seconds (exit 3).")
+@json_option
+@click.pass_obj
+@click.pass_context
+def watch(ctx: click.Context, settings: Settings, run_id: str, interval: float, timeout: float | None,
+          json_flag: bool) -> None:
+    """Live progress of each task until the run ends.
+
+    Exits 0 when the run succeeded, 1 when it failed or was cancelled, 3 when
+    --timeout passed first.  With --json, prints the final run as JSON.
+    """
+    as_json = wants_json(settings, json_flag)
+    live = render.Live()
+    started = time.monotonic()
+    with connection(settings) as conn:
+        rid = api.resolve_run_id(conn, run_id)
+        while True:
+            found = api.get_run(conn, rid)
+            finished = found["state"] in render.FINISHED_RUN_STATES
+            if not as_json:
+                if live.tty:
+                    states = {t["task_key"]: t["state"] for t in found["tasks"]}
+                    live.update(_run_text(found) + "\n\n" + render.dag(found["spec"]["tasks"], states=states))
+                else:
+                    # Piped: one line per change, not a redraw.
+                    live.update(f"{found['state']}: " + ", ".join(
+                        f"{t['task_key']}={t['state']}" + (f"#{t['attempt']}" if t["attempt"] > 1 else "")
+                        for t in found["tasks"]))
+            if finished:
+                break
+            if timeout is not None and time.monotonic() - started > timeout:
+                if not as_json:
+                    click.echo(f"still {found['state']} after {timeout:g}s; stopped watching", err=True)
+                ctx.exit(3)
+            time.sleep(interval)
+    if as_json:
+        emit_json(_run_json(found))
+    else:
+        if not live.tty:
+            click.echo("")
+            click.echo(_run_text(found))
+        retries = sum(t["attempt"] - 1 for t in found["tasks"])
+        click.echo(f"\nrun {found['state']}: {found['tasks_done']}/{found['tasks_total']} tasks, "
+                   f"{retries} retr{'y' if retries == 1 else 'ies'}, "
+                   f"{_elapsed(found['started_at'] or found['created_at'], found['finished_at'])}")
+    if found["state"] != "succeeded":
+        ctx.exit(1)
+
+
+@run.command("events")
+@click.argument("run_id")
+@json_option
+@click.pass_obj
+def events(settings: Settings, run_id: str, json_flag: bool) -> None:
+    """The run's history, oldest first."""
+    with connection(settings) as conn:
+        rows = api.run_events(conn, api.resolve_run_id(conn, run_id))
+    if wants_json(settings, json_flag):
+        emit_json(rows)
+        return
+    click.echo(render.table(
+        [(r["seq"], when(r["created_at"]), r["task_key"] or "(run)", r["kind"],
+          f"{r['from_state'] or ''}→{r['to_state'] or ''}" if r["to_state"] or r["from_state"] else "",
+          r["attempt"] or "", _detail(r["detail"])) for r in rows],
+        headers=("SEQ", "AT", "TASK", "EVENT", "STATE", "ATTEMPT", "DETAIL")))
+
+
+def _detail(detail: dict | None) -> str:
+    if not detail:
+        return ""
+    text = ", ".join(f"{k}={v}" for k, v in detail.items())
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+@run.command("cancel")
+@click.argument("run_id")
+@click.option("--reason", help="Recorded with the run and its run_cancelled event.")
+@click.pass_obj
+def cancel(settings: Settings, run_id: str, reason: str | None) -> None:
+    """Cancel a pending or running run; running tasks lose their lease."""
+    with connection(settings) as conn:
+        rid = api.resolve_run_id(conn, run_id)
+        api.cancel_run(conn, rid, reason)
+    if settings.json:
+        emit_json({"id": rid, "state": "cancelled"})
+    else:
+        click.echo(f"run {rid} cancelled")
+
+
+@run.command("retry")
+@click.argument("run_id")
+@click.pass_obj
+def retry(settings: Settings, run_id: str) -> None:
+    """Run a failed or cancelled run again; succeeded tasks keep their output."""
+    with connection(settings) as conn:
+        rid = api.resolve_run_id(conn, run_id)
+        api.retry_run(conn, rid)
+    if settings.json:
+        emit_json({"id": rid, "state": "running"})
+    else:
+        click.echo(f"run {rid} retrying")
