@@ -1,0 +1,343 @@
+-- Security catalog (migration 0006 + sql/functions/99_grants.sql): the
+-- row-level security policies of every table, and catalog invariants that
+-- must hold for every object of schema flowforge — present and future. Each
+-- invariant is a query for offenders checked with is_empty(), so a failure
+-- lists exactly which function, table or role broke it.
+--
+-- See docs/security.md for why each invariant matters.
+BEGIN;
+SET LOCAL client_min_messages = warning;
+SELECT plan(144);
+
+-- ---------------------------------------------------------------------------
+-- Roles: the seven group roles exist, cannot log in and carry no attribute
+-- that would bypass row-level security or hand out roles.
+-- ---------------------------------------------------------------------------
+SELECT set_eq(
+    $$SELECT rolname::text FROM pg_roles WHERE rolname LIKE 'flowforge\_%'$$,
+    ARRAY['flowforge_owner', 'flowforge_system', 'flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+          'flowforge_gateway', 'flowforge_readonly'],
+    'the seven flowforge group roles exist (and no others)');
+
+SELECT is_empty(
+    $$SELECT rolname::text FROM pg_roles
+      WHERE rolname IN ('flowforge_owner', 'flowforge_system', 'flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                        'flowforge_gateway', 'flowforge_readonly')
+        AND (rolcanlogin OR rolsuper OR rolbypassrls OR rolcreaterole OR rolcreatedb OR rolreplication)$$,
+    'flowforge roles are NOLOGIN, not superuser, not BYPASSRLS, not CREATEROLE/CREATEDB/REPLICATION');
+
+SELECT is_empty(
+    $$SELECT r.rolname::text || ' is a member of ' || g.rolname
+      FROM pg_roles r CROSS JOIN pg_roles g
+      WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND g.rolname IN ('flowforge_owner', 'flowforge_system')
+        AND pg_has_role(r.oid, g.oid, 'MEMBER')$$,
+    'no runtime role is (transitively) a member of flowforge_owner or flowforge_system');
+
+-- The owner of the tables must not be able to bypass RLS by inheritance either.
+SELECT is_empty(
+    $$SELECT r.rolname::text FROM pg_roles r
+      WHERE r.rolname IN ('flowforge_owner', 'flowforge_system')
+        AND EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                    WHERE m.member = r.oid AND g.rolname NOT LIKE 'flowforge\_%')$$,
+    'flowforge_owner and flowforge_system belong to no role outside flowforge_*');
+
+-- ---------------------------------------------------------------------------
+-- Row-level security: every table has it enabled AND forced, and the policy
+-- set of every table is exactly the intended one.
+-- ---------------------------------------------------------------------------
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')
+        AND NOT (c.relrowsecurity AND c.relforcerowsecurity)$$,
+    'every flowforge table has ROW LEVEL SECURITY enabled and FORCEd');
+
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')
+        AND pg_get_userbyid(c.relowner) <> 'flowforge_owner'$$,
+    'every flowforge table is owned by flowforge_owner');
+
+-- A table with an organization_id column is a tenant table and must carry the isolation policy.
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')
+        AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id'
+                                                   AND NOT a.attisdropped)
+        AND c.relname NOT IN ('gateway_session')
+        AND NOT EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = 'flowforge' AND p.tablename = c.relname
+                                                      AND p.policyname = 'tenant_isolation')$$,
+    'every table with organization_id has a tenant_isolation policy');
+
+SELECT set_eq(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')$$,
+    ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+          'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+          'organization', 'gateway_session', 'setting'],
+    'the tables covered below are all the flowforge tables (a new table needs its policies tested here)');
+
+-- 13 tenant tables x 7 tests.
+SELECT policies_are('flowforge', t, ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
+                    format('flowforge.%s has exactly the policies readonly_select, system_all, tenant_isolation', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+SELECT policy_roles_are('flowforge', t, 'tenant_isolation', ARRAY['flowforge_owner'],
+                        format('flowforge.%s tenant_isolation applies to flowforge_owner only', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+SELECT policy_cmd_is('flowforge', t, 'tenant_isolation', 'ALL',
+                     format('flowforge.%s tenant_isolation is FOR ALL', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+SELECT policy_roles_are('flowforge', t, 'system_all', ARRAY['flowforge_system'],
+                        format('flowforge.%s system_all applies to flowforge_system only', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+SELECT policy_cmd_is('flowforge', t, 'system_all', 'ALL', format('flowforge.%s system_all is FOR ALL', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+SELECT policy_roles_are('flowforge', t, 'readonly_select', ARRAY['flowforge_readonly'],
+                        format('flowforge.%s readonly_select applies to flowforge_readonly only', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+SELECT policy_cmd_is('flowforge', t, 'readonly_select', 'SELECT', format('flowforge.%s readonly_select is FOR SELECT', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+
+-- organization: the tenant API may only read its own organization row.
+SELECT policies_are('flowforge', 'organization', ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
+                    'flowforge.organization has exactly the policies readonly_select, system_all, tenant_isolation');
+SELECT policy_roles_are('flowforge', 'organization', 'tenant_isolation', ARRAY['flowforge_owner'],
+                        'flowforge.organization tenant_isolation applies to flowforge_owner only');
+SELECT policy_cmd_is('flowforge', 'organization', 'tenant_isolation', 'SELECT',
+                     'flowforge.organization tenant_isolation is FOR SELECT (the tenant API cannot write organizations)');
+SELECT policy_roles_are('flowforge', 'organization', 'system_all', ARRAY['flowforge_system'],
+                        'flowforge.organization system_all applies to flowforge_system only');
+SELECT policy_cmd_is('flowforge', 'organization', 'system_all', 'ALL', 'flowforge.organization system_all is FOR ALL');
+SELECT policy_roles_are('flowforge', 'organization', 'readonly_select', ARRAY['flowforge_readonly'],
+                        'flowforge.organization readonly_select applies to flowforge_readonly only');
+SELECT policy_cmd_is('flowforge', 'organization', 'readonly_select', 'SELECT',
+                     'flowforge.organization readonly_select is FOR SELECT');
+
+-- gateway_session: only the identity functions (flowforge_system) see it.
+SELECT policies_are('flowforge', 'gateway_session', ARRAY['system_all'],
+                    'flowforge.gateway_session has exactly one policy, system_all');
+SELECT policy_roles_are('flowforge', 'gateway_session', 'system_all', ARRAY['flowforge_system'],
+                        'flowforge.gateway_session system_all applies to flowforge_system only');
+SELECT policy_cmd_is('flowforge', 'gateway_session', 'system_all', 'ALL', 'flowforge.gateway_session system_all is FOR ALL');
+
+-- setting: readable by the tenant API (limits), written by nobody but flowforge_system / the schema owner's migrations.
+SELECT policies_are('flowforge', 'setting', ARRAY['readonly_select', 'setting_read', 'system_all'],
+                    'flowforge.setting has exactly the policies readonly_select, setting_read, system_all');
+SELECT policy_roles_are('flowforge', 'setting', 'setting_read', ARRAY['flowforge_owner'],
+                        'flowforge.setting setting_read applies to flowforge_owner only');
+SELECT policy_cmd_is('flowforge', 'setting', 'setting_read', 'SELECT', 'flowforge.setting setting_read is FOR SELECT');
+SELECT policy_roles_are('flowforge', 'setting', 'system_all', ARRAY['flowforge_system'],
+                        'flowforge.setting system_all applies to flowforge_system only');
+SELECT policy_cmd_is('flowforge', 'setting', 'system_all', 'ALL', 'flowforge.setting system_all is FOR ALL');
+SELECT policy_roles_are('flowforge', 'setting', 'readonly_select', ARRAY['flowforge_readonly'],
+                        'flowforge.setting readonly_select applies to flowforge_readonly only');
+SELECT policy_cmd_is('flowforge', 'setting', 'readonly_select', 'SELECT', 'flowforge.setting readonly_select is FOR SELECT');
+
+-- The tenant policies scope by flowforge.current_organization(), never by a setting.
+SELECT is_empty(
+    $$SELECT tablename::text || '.' || policyname FROM pg_policies
+      WHERE schemaname = 'flowforge'
+        AND (coalesce(qual, '') ~* 'current_setting|set_config|current_user|session_user'
+             OR coalesce(with_check, '') ~* 'current_setting|set_config|current_user|session_user')$$,
+    'no policy reads a GUC (current_setting) or a role name directly');
+SELECT is_empty(
+    $$SELECT tablename::text FROM pg_policies
+      WHERE schemaname = 'flowforge' AND policyname = 'tenant_isolation'
+        AND (qual IS NULL OR qual !~ 'flowforge\.current_organization\(\)'
+             OR (cmd = 'ALL' AND (with_check IS NULL OR with_check !~ 'flowforge\.current_organization\(\)')))$$,
+    'every tenant_isolation policy scopes USING and WITH CHECK by flowforge.current_organization()');
+SELECT is_empty(
+    $$SELECT tablename::text || '.' || policyname FROM pg_policies
+      WHERE schemaname = 'flowforge' AND permissive <> 'PERMISSIVE'$$,
+    'policies are plain permissive policies (no restrictive policy silently narrows them)');
+SELECT is_empty(
+    $$SELECT tablename::text || '.' || policyname || ' -> ' || array_to_string(roles, ',') FROM pg_policies
+      WHERE schemaname = 'flowforge'
+        AND (roles && ARRAY['public', 'flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway']::name[])$$,
+    'no policy applies to PUBLIC or to a runtime role (they have no table access at all)');
+
+-- ---------------------------------------------------------------------------
+-- Functions.
+-- ---------------------------------------------------------------------------
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND p.prosecdef
+        AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search\_path=%')$$,
+    'every SECURITY DEFINER function in flowforge pins search_path (proconfig)');
+
+-- pg_temp must be named explicitly, and last: left out, it is searched FIRST for tables.
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text || ': ' || c FROM pg_proc p CROSS JOIN LATERAL unnest(p.proconfig) c
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND p.prosecdef AND c LIKE 'search\_path=%'
+        AND c <> 'search_path=pg_catalog, pg_temp'$$,
+    'every SECURITY DEFINER search_path is exactly "pg_catalog, pg_temp" (no writable schema, pg_temp last)');
+
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND EXISTS (SELECT 1 FROM aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
+                    WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')$$,
+    'no function in flowforge is executable by PUBLIC (aclexplode, NULL proacl counts as the default grant)');
+
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text || ' owned by ' || pg_get_userbyid(p.proowner) FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND pg_get_userbyid(p.proowner) NOT IN ('flowforge_owner', 'flowforge_system')$$,
+    'every function in flowforge is owned by flowforge_owner or flowforge_system (never a superuser)');
+
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proname !~ '^_'
+        AND obj_description(p.oid, 'pg_proc') IS NULL$$,
+    'every non-underscore function in flowforge has a COMMENT');
+
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proname ~ '^_'
+        AND EXISTS (SELECT 1 FROM pg_roles r
+                    WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway',
+                                        'flowforge_readonly')
+                      AND has_function_privilege(r.oid, p.oid, 'EXECUTE'))$$,
+    'no internal (underscore) function is executable by a runtime role');
+
+-- Exactly what each runtime role may execute (docs/security.md lists the same).
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_app', p.oid, 'EXECUTE')$$,
+    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()',
+          'flowforge.define_workflow(jsonb)', 'flowforge.start_run(text,jsonb,text)', 'flowforge.cancel_run(uuid,text)',
+          'flowforge.retry_run(uuid)', 'flowforge.run_events(uuid)', 'flowforge.configure_queue(text,text,text,interval)',
+          'flowforge.add_member(text,name,text)', 'flowforge.remove_member(text,name)',
+          'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)'],
+    'flowforge_app executes exactly the application API');
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_worker', p.oid, 'EXECUTE')$$,
+    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()',
+          'flowforge.claim(text[],text,interval,integer)', 'flowforge.heartbeat(uuid,bigint,interval)',
+          'flowforge.complete(uuid,bigint,jsonb)', 'flowforge.fail(uuid,bigint,text,boolean)'],
+    'flowforge_worker executes exactly the worker protocol');
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_daemon', p.oid, 'EXECUTE')$$,
+    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()', 'flowforge.tick()',
+          'flowforge.reap_expired_leases(integer)', 'flowforge.take_outbox(integer)', 'flowforge.mark_published(uuid[])'],
+    'flowforge_daemon executes exactly tick, the reaper and the outbox drain');
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_gateway', p.oid, 'EXECUTE')$$,
+    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()',
+          'flowforge.authenticate(text)',
+          'flowforge.define_workflow(jsonb)', 'flowforge.start_run(text,jsonb,text)', 'flowforge.cancel_run(uuid,text)',
+          'flowforge.retry_run(uuid)', 'flowforge.run_events(uuid)', 'flowforge.configure_queue(text,text,text,interval)',
+          'flowforge.add_member(text,name,text)', 'flowforge.remove_member(text,name)',
+          'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)',
+          'flowforge.claim(text[],text,interval,integer)', 'flowforge.heartbeat(uuid,bigint,interval)',
+          'flowforge.complete(uuid,bigint,jsonb)', 'flowforge.fail(uuid,bigint,text,boolean)'],
+    'flowforge_gateway executes authenticate plus the application and worker API');
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_readonly', p.oid, 'EXECUTE')$$,
+    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()'],
+    'flowforge_readonly executes only now, current_organization, schema_version');
+
+-- Default privileges: a function the owners create later is closed until granted.
+SELECT is_empty(
+    $$SELECT r.rolname::text FROM pg_roles r
+      WHERE r.rolname IN ('flowforge_owner', 'flowforge_system')
+        AND NOT EXISTS (SELECT 1 FROM pg_default_acl d
+                        WHERE d.defaclrole = r.oid AND d.defaclnamespace = 0 AND d.defaclobjtype = 'f'
+                          AND NOT EXISTS (SELECT 1 FROM aclexplode(d.defaclacl) a WHERE a.grantee = 0))$$,
+    'default privileges of flowforge_owner and flowforge_system revoke EXECUTE on new functions from PUBLIC');
+
+-- ---------------------------------------------------------------------------
+-- Tables, sequences and the schema: no runtime role and not PUBLIC may write.
+-- ---------------------------------------------------------------------------
+SELECT is_empty(
+    $$SELECT r.rolname::text || ' ' || priv || ' on ' || c.relname FROM pg_class c
+      CROSS JOIN pg_roles r
+      CROSS JOIN unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'TRIGGER', 'REFERENCES']) AS priv
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND has_table_privilege(r.oid, c.oid, priv)$$,
+    'no runtime role has INSERT/UPDATE/DELETE/TRUNCATE/TRIGGER/REFERENCES on any flowforge table');
+
+SELECT is_empty(
+    $$SELECT r.rolname::text || ' ' || priv || ' on columns of ' || c.relname FROM pg_class c
+      CROSS JOIN pg_roles r
+      CROSS JOIN unnest(ARRAY['INSERT', 'UPDATE', 'REFERENCES']) AS priv
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND has_any_column_privilege(r.oid, c.oid, priv)$$,
+    'no runtime role has a column-level write privilege on any flowforge table');
+
+SELECT is_empty(
+    $$SELECT r.rolname::text || ' SELECT on ' || c.relname FROM pg_class c CROSS JOIN pg_roles r
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway')
+        AND has_any_column_privilege(r.oid, c.oid, 'SELECT')$$,
+    'no tenant-facing runtime role can read any flowforge table directly');
+
+SELECT is_empty(
+    $$SELECT c.relname::text || ' ' || a.privilege_type FROM pg_class c
+      CROSS JOIN LATERAL aclexplode(coalesce(c.relacl, acldefault(CASE WHEN c.relkind = 'S' THEN 's' ELSE 'r' END::"char",
+                                                                    c.relowner))) a
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND a.grantee = 0$$,
+    'PUBLIC has no privilege on any flowforge table or sequence');
+
+SELECT is_empty(
+    $$SELECT r.rolname::text || ' ' || priv || ' on ' || c.relname FROM pg_class c
+      CROSS JOIN pg_roles r CROSS JOIN unnest(ARRAY['USAGE', 'UPDATE', 'SELECT']) AS priv
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind = 'S'
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND has_sequence_privilege(r.oid, c.oid, priv)$$,
+    'no runtime role may use, read or setval a flowforge sequence');
+
+SELECT is_empty(
+    $$SELECT r.rolname::text FROM pg_roles r
+      WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly',
+                          'flowforge_system')
+        AND has_schema_privilege(r.oid, 'flowforge', 'CREATE')$$,
+    'no role but the owner may create objects in schema flowforge');
+SELECT is_empty(
+    $$SELECT a.privilege_type::text FROM pg_namespace n
+      CROSS JOIN LATERAL aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) a
+      WHERE n.nspname = 'flowforge' AND a.grantee = 0$$,
+    'PUBLIC has no privilege on schema flowforge');
+SELECT is(pg_get_userbyid((SELECT nspowner FROM pg_namespace WHERE nspname = 'flowforge'))::text, 'flowforge_owner',
+          'schema flowforge is owned by flowforge_owner');
+
+-- readonly reads every table but gateway_session (who is authenticated right now).
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')
+        AND has_table_privilege('flowforge_readonly', c.oid, 'SELECT') = (c.relname = 'gateway_session')$$,
+    'flowforge_readonly can SELECT every flowforge table except gateway_session');
+
+-- Limits live in a table only the owners write, not in a GUC anyone can SET.
+SELECT is((SELECT count(*)::integer FROM flowforge.setting), 1, 'flowforge.setting holds exactly one row');
+SELECT is_empty(
+    $$SELECT r.rolname::text FROM pg_roles r
+      WHERE r.rolname LIKE 'flowforge\_%'
+        AND r.rolname NOT IN ('flowforge_owner', 'flowforge_system')
+        AND (has_table_privilege(r.oid, 'flowforge.setting', 'UPDATE')
+             OR has_table_privilege(r.oid, 'flowforge.setting', 'INSERT'))$$,
+    'only flowforge_owner and flowforge_system may change flowforge.setting');
+
+-- Runtime defaults on the group roles (operators copy them to each login role; see docs/security.md).
+SELECT is_empty(
+    $$SELECT r.rolname::text FROM pg_roles r
+      WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway')
+        AND NOT (r.rolconfig @> ARRAY['statement_timeout=30s', 'lock_timeout=5s']
+                 AND EXISTS (SELECT 1 FROM unnest(r.rolconfig) c WHERE c LIKE 'idle\_in\_transaction\_session\_timeout=%'))$$,
+    'runtime roles carry statement_timeout, lock_timeout and idle_in_transaction_session_timeout defaults');
+
+SELECT * FROM finish();
+ROLLBACK;
