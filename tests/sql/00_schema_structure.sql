@@ -1,0 +1,260 @@
+-- Schema structure: the tables of migrations 0001-0006, their exact columns,
+-- key column types, tenancy columns, primary keys, every foreign key with its
+-- delete rule, the defaults that matter, and the built-in organization.
+-- docs/data-model.md explains why each of these exists.
+BEGIN;
+SELECT plan(195);
+
+SELECT has_schema('flowforge');
+
+SELECT tables_are('flowforge', ARRAY[
+    'organization', 'membership', 'api_key', 'audit_log',
+    'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+    'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event',
+    'queue', 'gateway_session', 'setting'
+], 'flowforge has exactly the sixteen tables of migrations 0001-0006');
+
+-- ---------------------------------------------------------------------------
+-- Exact column lists (a column added or dropped without this test changing fails)
+-- ---------------------------------------------------------------------------
+SELECT columns_are('flowforge', 'organization', ARRAY['id', 'slug', 'name', 'created_at']);
+SELECT columns_are('flowforge', 'membership', ARRAY['id', 'organization_id', 'member', 'role', 'created_at']);
+SELECT columns_are('flowforge', 'api_key', ARRAY[
+    'id', 'organization_id', 'name', 'prefix', 'hashed_key', 'role', 'created_at', 'last_used_at', 'revoked_at']);
+SELECT columns_are('flowforge', 'audit_log', ARRAY[
+    'id', 'organization_id', 'actor', 'action', 'entity', 'entity_id', 'fields', 'created_at']);
+SELECT columns_are('flowforge', 'workflow', ARRAY[
+    'id', 'organization_id', 'name', 'version', 'kind', 'spec', 'content_hash', 'created_at']);
+SELECT columns_are('flowforge', 'task', ARRAY[
+    'id', 'organization_id', 'workflow_id', 'key', 'queue', 'priority', 'max_attempts', 'backoff',
+    'backoff_factor', 'max_backoff', 'timeout', 'dependency_count', 'created_at']);
+SELECT columns_are('flowforge', 'task_dependency', ARRAY[
+    'organization_id', 'workflow_id', 'task_id', 'depends_on_task_id']);
+SELECT columns_are('flowforge', 'scheduled_trigger', ARRAY[
+    'id', 'organization_id', 'workflow_name', 'name', 'cron', 'input', 'enabled', 'next_fire_at',
+    'last_fired_at', 'created_at']);
+SELECT columns_are('flowforge', 'workflow_run', ARRAY[
+    'id', 'organization_id', 'workflow_id', 'state', 'input', 'idempotency_key', 'tasks_total',
+    'tasks_remaining', 'tasks_failed', 'reason', 'created_at', 'started_at', 'finished_at']);
+SELECT columns_are('flowforge', 'task_run', ARRAY[
+    'id', 'organization_id', 'workflow_run_id', 'task_id', 'task_key', 'queue', 'priority', 'state',
+    'attempt', 'max_attempts', 'fencing_token', 'lease_owner', 'lease_expires_at', 'timeout', 'ready_at',
+    'remaining_deps', 'output', 'error', 'created_at', 'started_at', 'finished_at']);
+SELECT columns_are('flowforge', 'idempotency_key', ARRAY[
+    'organization_id', 'key', 'workflow_run_id', 'request_hash', 'created_at']);
+SELECT columns_are('flowforge', 'outbox_message', ARRAY[
+    'id', 'organization_id', 'task_run_id', 'workflow_run_id', 'exchange', 'routing_key', 'payload',
+    'fencing_token_snapshot', 'attempt_snapshot', 'published_at', 'created_at']);
+SELECT columns_are('flowforge', 'task_run_event', ARRAY[
+    'id', 'seq', 'organization_id', 'workflow_run_id', 'task_run_id', 'kind', 'from_state', 'to_state',
+    'fencing_token', 'attempt', 'detail', 'created_at']);
+SELECT columns_are('flowforge', 'queue', ARRAY[
+    'organization_id', 'name', 'exchange', 'routing_key', 'dispatch_lease', 'created_at', 'updated_at']);
+SELECT columns_are('flowforge', 'gateway_session', ARRAY[
+    'backend_pid', 'xact_id', 'organization_id', 'role', 'api_key_id', 'created_at']);
+SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes']);
+
+-- ---------------------------------------------------------------------------
+-- Key column types
+-- ---------------------------------------------------------------------------
+-- UUID primary keys everywhere an entity has an id.
+SELECT col_type_is('flowforge', t, 'id', 'uuid', format('%s.id is uuid', t))
+FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'outbox_message', 'task_run_event']) AS t;
+-- Tenant and reference columns.
+SELECT col_type_is('flowforge', t, 'organization_id', 'uuid', format('%s.organization_id is uuid', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+SELECT col_type_is('flowforge', 'organization', 'slug', 'character varying(63)', 'organization.slug is character varying(63)');
+SELECT col_type_is('flowforge', 'membership', 'member', 'name', 'membership.member is name');
+SELECT col_type_is('flowforge', 'api_key', 'prefix', 'character varying(32)', 'api_key.prefix is character varying(32)');
+SELECT col_type_is('flowforge', 'api_key', 'hashed_key', 'bytea', 'api_key.hashed_key is bytea');
+SELECT col_type_is('flowforge', 'audit_log', 'fields', 'text[]', 'audit_log.fields is text[]');
+SELECT col_type_is('flowforge', 'workflow', 'name', 'character varying(63)', 'workflow.name is character varying(63)');
+SELECT col_type_is('flowforge', 'workflow', 'version', 'integer', 'workflow.version is integer');
+SELECT col_type_is('flowforge', 'workflow', 'spec', 'jsonb', 'workflow.spec is jsonb');
+SELECT col_type_is('flowforge', 'task', 'workflow_id', 'uuid', 'task.workflow_id is uuid');
+SELECT col_type_is('flowforge', 'task', 'backoff', 'interval', 'task.backoff is interval');
+SELECT col_type_is('flowforge', 'task', 'backoff_factor', 'numeric', 'task.backoff_factor is numeric');
+SELECT col_type_is('flowforge', 'task', 'timeout', 'interval', 'task.timeout is interval');
+SELECT col_type_is('flowforge', 'workflow_run', 'workflow_id', 'uuid', 'workflow_run.workflow_id is uuid');
+SELECT col_type_is('flowforge', 'workflow_run', 'state', 'character varying(20)', 'workflow_run.state is character varying(20)');
+SELECT col_type_is('flowforge', 'workflow_run', 'input', 'jsonb', 'workflow_run.input is jsonb');
+SELECT col_type_is('flowforge', 'workflow_run', 'finished_at', 'timestamp with time zone', 'workflow_run.finished_at is timestamp with time zone');
+SELECT col_type_is('flowforge', 'task_run', 'workflow_run_id', 'uuid', 'task_run.workflow_run_id is uuid');
+SELECT col_type_is('flowforge', 'task_run', 'task_id', 'uuid', 'task_run.task_id is uuid');
+SELECT col_type_is('flowforge', 'task_run', 'state', 'character varying(20)', 'task_run.state is character varying(20)');
+SELECT col_type_is('flowforge', 'task_run', 'attempt', 'integer', 'task_run.attempt is integer');
+SELECT col_type_is('flowforge', 'task_run', 'fencing_token', 'bigint', 'task_run.fencing_token is bigint');
+SELECT col_type_is('flowforge', 'task_run', 'lease_owner', 'character varying(200)', 'task_run.lease_owner is character varying(200)');
+SELECT col_type_is('flowforge', 'task_run', 'lease_expires_at', 'timestamp with time zone', 'task_run.lease_expires_at is timestamp with time zone');
+SELECT col_type_is('flowforge', 'task_run', 'ready_at', 'timestamp with time zone', 'task_run.ready_at is timestamp with time zone');
+SELECT col_type_is('flowforge', 'task_run', 'output', 'jsonb', 'task_run.output is jsonb');
+SELECT col_type_is('flowforge', 'idempotency_key', 'key', 'character varying(200)', 'idempotency_key.key is character varying(200)');
+SELECT col_type_is('flowforge', 'outbox_message', 'fencing_token_snapshot', 'bigint', 'outbox_message.fencing_token_snapshot is bigint');
+SELECT col_type_is('flowforge', 'outbox_message', 'payload', 'jsonb', 'outbox_message.payload is jsonb');
+SELECT col_type_is('flowforge', 'outbox_message', 'published_at', 'timestamp with time zone', 'outbox_message.published_at is timestamp with time zone');
+SELECT col_type_is('flowforge', 'task_run_event', 'seq', 'bigint', 'task_run_event.seq is bigint');
+SELECT col_type_is('flowforge', 'task_run_event', 'task_run_id', 'uuid', 'task_run_event.task_run_id is uuid');
+SELECT col_type_is('flowforge', 'task_run_event', 'kind', 'character varying(30)', 'task_run_event.kind is character varying(30)');
+SELECT col_type_is('flowforge', 'queue', 'name', 'character varying(63)', 'queue.name is character varying(63), like task.queue');
+SELECT col_type_is('flowforge', 'queue', 'dispatch_lease', 'interval', 'queue.dispatch_lease is interval');
+SELECT col_type_is('flowforge', 'gateway_session', 'xact_id', 'xid8', 'gateway_session.xact_id is xid8 (wraparound-proof)');
+SELECT col_type_is('flowforge', 'gateway_session', 'organization_id', 'uuid', 'gateway_session.organization_id is uuid');
+SELECT col_type_is('flowforge', 'setting', 'singleton', 'boolean', 'setting.singleton is boolean');
+
+-- ---------------------------------------------------------------------------
+-- Tenancy: organization_id NOT NULL on every tenant table
+-- ---------------------------------------------------------------------------
+SELECT col_not_null('flowforge', t, 'organization_id', format('%s.organization_id is NOT NULL', t))
+FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+                  'gateway_session']) AS t;
+-- Columns whose NULL would break an invariant the functions rely on.
+SELECT col_not_null('flowforge', 'task_run', 'fencing_token', 'task_run.fencing_token is NOT NULL');
+SELECT col_not_null('flowforge', 'task_run', 'state', 'task_run.state is NOT NULL');
+SELECT col_not_null('flowforge', 'workflow_run', 'state', 'workflow_run.state is NOT NULL');
+SELECT col_not_null('flowforge', 'task_run', 'created_at', 'task_run.created_at is NOT NULL');
+SELECT col_is_null('flowforge', 'task_run', 'lease_expires_at', 'task_run.lease_expires_at is nullable (no lease unless running)');
+SELECT col_is_null('flowforge', 'task_run_event', 'task_run_id', 'task_run_event.task_run_id is nullable (run-level events)');
+
+-- ---------------------------------------------------------------------------
+-- Primary keys
+-- ---------------------------------------------------------------------------
+SELECT has_pk('flowforge', t, format('%s has a primary key', t))
+FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency',
+                  'scheduled_trigger', 'workflow_run', 'task_run', 'idempotency_key', 'outbox_message',
+                  'task_run_event', 'queue', 'gateway_session', 'setting']) AS t;
+SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id']::name[],
+                 'task_dependency is keyed by the edge (task_id, depends_on_task_id)');
+SELECT col_is_pk('flowforge', 'idempotency_key', ARRAY['organization_id', 'key']::name[],
+                 'idempotency_key is keyed by (organization_id, key)');
+SELECT col_is_pk('flowforge', 'task_run', 'id', 'task_run is keyed by id');
+SELECT col_is_pk('flowforge', 'queue', ARRAY['organization_id', 'name']::name[], 'queue is keyed by (organization_id, name)');
+SELECT col_is_pk('flowforge', 'gateway_session', 'backend_pid', 'gateway_session is keyed by backend_pid');
+SELECT col_is_pk('flowforge', 'setting', 'singleton', 'setting is keyed by its singleton flag');
+
+-- ---------------------------------------------------------------------------
+-- Foreign keys: each one, then the full set with its delete rule
+-- ---------------------------------------------------------------------------
+SELECT fk_ok('flowforge', 'membership', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'api_key', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'audit_log', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'workflow', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'task', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'task', 'workflow_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'task_dependency', 'workflow_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'task_dependency', 'task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'task_dependency', 'depends_on_task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'scheduled_trigger', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'workflow_run', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'workflow_run', 'workflow_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'task_run', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'task_run', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
+SELECT fk_ok('flowforge', 'task_run', 'task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'idempotency_key', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'idempotency_key', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
+SELECT fk_ok('flowforge', 'outbox_message', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'outbox_message', 'task_run_id', 'flowforge', 'task_run', 'id');
+SELECT fk_ok('flowforge', 'outbox_message', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
+SELECT fk_ok('flowforge', 'task_run_event', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'queue', 'organization_id', 'flowforge', 'organization', 'id');
+
+-- The exact set of foreign keys, with ON DELETE rule (c = CASCADE, r = RESTRICT)
+-- and deferrability. task_run_event deliberately has no FK to task_run or
+-- workflow_run: history outlives purges of the runs it describes.
+SELECT results_eq(
+    $$SELECT conrelid::regclass::text, conname::text COLLATE "default", confdeltype::text, condeferrable, condeferred
+      FROM pg_constraint
+      WHERE connamespace = 'flowforge'::regnamespace AND contype = 'f'
+      ORDER BY 1, 2$$,
+    $$VALUES ('flowforge.api_key',           'api_key_organization_fkey',           'c', false, false),
+             ('flowforge.audit_log',         'audit_log_organization_fkey',         'r', false, false),
+             ('flowforge.idempotency_key',   'idempotency_key_organization_fkey',   'c', false, false),
+             ('flowforge.idempotency_key',   'idempotency_key_run_fkey',            'c', true,  true),
+             ('flowforge.membership',        'membership_organization_fkey',        'c', false, false),
+             ('flowforge.outbox_message',    'outbox_message_organization_fkey',    'r', false, false),
+             ('flowforge.outbox_message',    'outbox_message_task_run_fkey',        'c', false, false),
+             ('flowforge.outbox_message',    'outbox_message_workflow_run_fkey',    'c', false, false),
+             ('flowforge.queue',             'queue_organization_fkey',             'c', false, false),
+             ('flowforge.scheduled_trigger', 'scheduled_trigger_organization_fkey', 'c', false, false),
+             ('flowforge.task',              'task_organization_fkey',              'r', false, false),
+             ('flowforge.task',              'task_workflow_fkey',                  'c', false, false),
+             ('flowforge.task_dependency',   'task_dependency_depends_on_fkey',     'c', false, false),
+             ('flowforge.task_dependency',   'task_dependency_task_fkey',           'c', false, false),
+             ('flowforge.task_dependency',   'task_dependency_workflow_fkey',       'c', false, false),
+             ('flowforge.task_run',          'task_run_organization_fkey',          'r', false, false),
+             ('flowforge.task_run',          'task_run_task_fkey',                  'r', false, false),
+             ('flowforge.task_run',          'task_run_workflow_run_fkey',          'c', false, false),
+             ('flowforge.task_run_event',    'task_run_event_organization_fkey',    'r', false, false),
+             ('flowforge.workflow',          'workflow_organization_fkey',          'r', false, false),
+             ('flowforge.workflow_run',      'workflow_run_organization_fkey',      'r', false, false),
+             ('flowforge.workflow_run',      'workflow_run_workflow_fkey',          'r', false, false)$$,
+    'every foreign key of flowforge, with its ON DELETE rule and deferrability'
+);
+
+-- ---------------------------------------------------------------------------
+-- Defaults
+-- ---------------------------------------------------------------------------
+SELECT col_default_is('flowforge', t, 'id', 'gen_random_uuid()', format('%s.id defaults to gen_random_uuid()', t))
+FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'outbox_message', 'task_run_event']) AS t;
+SELECT col_default_is('flowforge', t, 'created_at', 'now()', format('%s.created_at defaults to now()', t))
+FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'scheduled_trigger',
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+SELECT col_default_is('flowforge', 'membership', 'role', 'member'::varchar, 'membership.role defaults to member');
+SELECT col_default_is('flowforge', 'api_key', 'role', 'member'::varchar, 'api_key.role defaults to member');
+SELECT col_default_is('flowforge', 'workflow', 'kind', 'dag'::varchar, 'workflow.kind defaults to dag');
+SELECT col_default_is('flowforge', 'task', 'queue', 'default'::varchar, 'task.queue defaults to default');
+SELECT col_default_is('flowforge', 'task', 'priority', 0, 'task.priority defaults to 0');
+SELECT col_default_is('flowforge', 'task', 'max_attempts', 3, 'task.max_attempts defaults to 3');
+SELECT col_default_is('flowforge', 'task', 'backoff', '1 second'::interval, 'task.backoff defaults to 1 second');
+SELECT col_default_is('flowforge', 'task', 'backoff_factor', 2::numeric, 'task.backoff_factor defaults to 2');
+SELECT col_default_is('flowforge', 'task', 'max_backoff', '10 minutes'::interval, 'task.max_backoff defaults to 10 minutes');
+SELECT col_hasnt_default('flowforge', 'task', 'timeout', 'task.timeout has no default (no timeout unless the spec says so)');
+SELECT col_default_is('flowforge', 'workflow_run', 'state', 'pending'::varchar, 'workflow_run.state defaults to pending');
+SELECT col_default_is('flowforge', 'workflow_run', 'tasks_failed', 0, 'workflow_run.tasks_failed defaults to 0');
+SELECT col_default_is('flowforge', 'task_run', 'attempt', 1, 'task_run.attempt defaults to 1');
+SELECT col_default_is('flowforge', 'task_run', 'fencing_token', 0::bigint, 'task_run.fencing_token defaults to 0');
+SELECT col_default_is('flowforge', 'task_run', 'remaining_deps', 0, 'task_run.remaining_deps defaults to 0');
+SELECT col_hasnt_default('flowforge', 'task_run', 'state', 'task_run.state has no default: the writer decides pending or ready');
+SELECT col_default_is('flowforge', 'scheduled_trigger', 'enabled', true, 'scheduled_trigger.enabled defaults to true');
+SELECT col_default_is('flowforge', 'queue', 'dispatch_lease', '5 minutes'::interval, 'queue.dispatch_lease defaults to 5 minutes');
+SELECT col_hasnt_default('flowforge', 'queue', 'exchange', 'queue.exchange has no default: a queue is pull until given an exchange');
+SELECT col_default_is('flowforge', 'setting', 'max_payload_bytes', 1048576, 'setting.max_payload_bytes defaults to 1 MiB');
+SELECT is(
+    (SELECT attidentity::text FROM pg_attribute
+     WHERE attrelid = 'flowforge.task_run_event'::regclass AND attname = 'seq'),
+    'a',
+    'task_run_event.seq is GENERATED ALWAYS AS IDENTITY (total order of history within a node)'
+);
+SELECT is(
+    (SELECT reloptions FROM pg_class WHERE oid = 'flowforge.task_run'::regclass),
+    ARRAY['fillfactor=80'],
+    'task_run leaves 20% free per page so hot state updates can be HOT'
+);
+
+-- ---------------------------------------------------------------------------
+-- The built-in default organization
+-- ---------------------------------------------------------------------------
+SELECT results_eq(
+    $$SELECT id, slug::text FROM flowforge.organization WHERE id = '00000000-0000-0000-0000-000000000001'$$,
+    $$VALUES ('00000000-0000-0000-0000-000000000001'::uuid, 'default')$$,
+    'the built-in organization exists with its fixed id and slug ''default'''
+);
+SELECT is(flowforge.current_organization(), '00000000-0000-0000-0000-000000000001'::uuid,
+          'current_organization() names the built-in organization (for a superuser)');
+SELECT results_eq($$SELECT singleton, max_payload_bytes FROM flowforge.setting$$, $$VALUES (true, 1048576)$$,
+                  'the installation settings row exists, once');
+SELECT is((SELECT relpersistence::text FROM pg_class WHERE oid = 'flowforge.gateway_session'::regclass), 'u',
+          'gateway_session is UNLOGGED (per-transaction state, never worth WAL or a replica)');
+SELECT is(
+    (SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_class c
+     WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind = 'r'
+       AND NOT (c.relrowsecurity AND c.relforcerowsecurity)),
+    NULL,
+    'row-level security is enabled and FORCEd on every flowforge table'
+);
+
+SELECT * FROM finish();
+ROLLBACK;

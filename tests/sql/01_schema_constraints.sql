@@ -1,0 +1,579 @@
+-- Every CHECK and UNIQUE constraint of migrations 0001-0006 fires when a plain
+-- INSERT/UPDATE bypasses every API function, and accepts a valid row (so no
+-- check is vacuous). Plus the ON DELETE rules that protect history:
+-- definitions are RESTRICTed by their runs, task runs CASCADE with their run,
+-- and task_run_event (no FK) outlives a purged run.
+--
+-- Valid rows are built through the API (define_workflow, start_run, claim,
+-- complete) or direct inserts; each probe then runs in a subtransaction that
+-- is always undone, so every probe sees the same fixture.
+BEGIN;
+SELECT plan(164);
+
+-- ---------------------------------------------------------------------------
+-- Helpers (pg_temp: gone with the session, never in the schema)
+-- ---------------------------------------------------------------------------
+CREATE TEMP TABLE ctx (k text PRIMARY KEY, v uuid NOT NULL);
+CREATE TEMP TABLE probed (constraint_name text NOT NULL, outcome text NOT NULL);
+
+CREATE FUNCTION pg_temp.id(p_key text) RETURNS uuid
+LANGUAGE sql STABLE AS $$ SELECT v FROM pg_temp.ctx WHERE k = p_key $$;
+
+-- The task run of task p_task in the run named p_run.
+CREATE FUNCTION pg_temp.tr(p_run text, p_task text) RETURNS uuid
+LANGUAGE sql STABLE AS $$
+    SELECT tr.id FROM flowforge.task_run tr WHERE tr.workflow_run_id = pg_temp.id(p_run) AND tr.task_key = p_task
+$$;
+
+-- The task p_task of the workflow version named p_workflow.
+CREATE FUNCTION pg_temp.task(p_workflow text, p_task text) RETURNS uuid
+LANGUAGE sql STABLE AS $$
+    SELECT t.id FROM flowforge.task t WHERE t.workflow_id = pg_temp.id(p_workflow) AND t.key = p_task
+$$;
+
+-- Run p_sql in a subtransaction that is always rolled back. Returns
+--   'accepted'             it succeeded and touched at least one row
+--   'no row matched'       it succeeded vacuously (a broken probe)
+--   '<SQLSTATE> <name>'    it failed; name is the violated constraint
+--                          (the column for NOT NULL, else the message)
+CREATE FUNCTION pg_temp.probe(p_sql text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_rows bigint;
+    v_state text;
+    v_constraint text;
+    v_column text;
+    v_message text;
+BEGIN
+    BEGIN
+        EXECUTE p_sql;
+        GET DIAGNOSTICS v_rows = ROW_COUNT;
+        RAISE EXCEPTION '%', v_rows USING ERRCODE = 'FFT99';
+    EXCEPTION WHEN OTHERS THEN
+        GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_constraint = CONSTRAINT_NAME,
+                                v_column = COLUMN_NAME, v_message = MESSAGE_TEXT;
+    END;
+    IF v_state = 'FFT99' THEN
+        RETURN CASE WHEN v_message::bigint > 0 THEN 'accepted' ELSE 'no row matched' END;
+    END IF;
+    RETURN v_state || ' ' || coalesce(nullif(v_constraint, ''), nullif(v_column, ''), v_message);
+END;
+$$;
+
+-- A write that must be refused: returns '<SQLSTATE> <constraint>' and records it.
+CREATE FUNCTION pg_temp.refused(p_sql text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_result text := pg_temp.probe(p_sql);
+BEGIN
+    IF v_result ~ '^23' THEN
+        INSERT INTO pg_temp.probed VALUES (split_part(v_result, ' ', 2), 'refused');
+    END IF;
+    RETURN v_result;
+END;
+$$;
+
+-- A valid write that the named constraint must let through.
+CREATE FUNCTION pg_temp.accepted(p_constraint text, p_sql text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_result text := pg_temp.probe(p_sql);
+BEGIN
+    IF v_result = 'accepted' THEN
+        INSERT INTO pg_temp.probed VALUES (p_constraint, 'accepted');
+    END IF;
+    RETURN v_result;
+END;
+$$;
+
+-- ---------------------------------------------------------------------------
+-- Fixture
+--   W  ct_diamond v2 (a -> b, c -> d), the version R runs;  W2  ct_diamond v1;  WS  ct_single
+--   R  run of W: a running (claimed), b, c, d pending
+--   S  run of WS, idempotency key 'key-1': only succeeded (claimed, completed)
+--   T  run of WS, idempotency key 'key-2': only ready
+--   O  a second organization
+--   queues ct-push (exchange, routing key) and ct-pull (no exchange)
+-- ---------------------------------------------------------------------------
+INSERT INTO ctx VALUES ('W', flowforge_test.define_diamond('ct_diamond'));
+INSERT INTO ctx VALUES ('W2', flowforge_test.define_diamond('ct_diamond', '{"priority": 5}'));
+INSERT INTO ctx VALUES ('WS', flowforge_test.define_single('ct_single'));
+INSERT INTO ctx VALUES ('R', flowforge.start_run('ct_diamond'));
+-- The second definition is the latest version, so R runs it: name it W, and v1 W2.
+UPDATE ctx SET v = (SELECT workflow_id FROM flowforge.workflow_run WHERE id = pg_temp.id('R')) WHERE k = 'W';
+UPDATE ctx SET v = (SELECT id FROM flowforge.workflow WHERE name = 'ct_diamond' AND version = 1) WHERE k = 'W2';
+SELECT is((SELECT count(*)::int FROM flowforge_test.claim_key(pg_temp.id('R'), 'a')), 1, 'fixture: R.a claimed');
+INSERT INTO ctx VALUES ('S', flowforge.start_run('ct_single', '{}', 'key-1'));
+SELECT lives_ok($$SELECT flowforge.complete(c.task_run_id, c.fencing_token, '{"ok": true}')
+                  FROM flowforge_test.claim_key(pg_temp.id('S'), 'only') c$$, 'fixture: S.only claimed and completed');
+INSERT INTO ctx VALUES ('T', flowforge.start_run('ct_single', '{"n": 2}', 'key-2'));
+
+INSERT INTO flowforge.organization (slug, name) VALUES ('ct-other', 'Other organization');
+INSERT INTO ctx SELECT 'O', id FROM flowforge.organization WHERE slug = 'ct-other';
+INSERT INTO flowforge.membership (organization_id, member) VALUES
+    (flowforge.current_organization(), 'alice'), (flowforge.current_organization(), 'bob');
+INSERT INTO flowforge.api_key (organization_id, name, prefix, hashed_key) VALUES
+    (flowforge.current_organization(), 'ci', 'ffk_a', sha256('secret-a'::bytea)),
+    (flowforge.current_organization(), 'ops', 'ffk_b', sha256('secret-b'::bytea));
+INSERT INTO flowforge.scheduled_trigger (organization_id, workflow_name, name, cron, next_fire_at) VALUES
+    (flowforge.current_organization(), 'ct_single', 'nightly', '0 3 * * *', now() + interval '1 hour'),
+    (flowforge.current_organization(), 'ct_single', 'hourly', '0 * * * *', now() + interval '1 hour');
+INSERT INTO flowforge.queue (organization_id, name, exchange, routing_key) VALUES
+    (flowforge.current_organization(), 'ct-push', 'flowforge.tasks', 'work'),
+    (flowforge.current_organization(), 'ct-pull', NULL, NULL);
+INSERT INTO flowforge.outbox_message (organization_id, task_run_id, workflow_run_id, exchange, routing_key,
+                                      payload, fencing_token_snapshot, attempt_snapshot)
+SELECT organization_id, id, workflow_run_id, 'flowforge', 'default', jsonb_build_object('task_run_id', id), g, 1
+FROM flowforge.task_run, generate_series(1, 2) g
+WHERE id = pg_temp.tr('R', 'a');
+
+SELECT results_eq(
+    $$SELECT task_key::text, state::text FROM flowforge.task_run WHERE workflow_run_id = pg_temp.id('R')
+      UNION ALL SELECT 'S.' || task_key, state FROM flowforge.task_run WHERE workflow_run_id = pg_temp.id('S')
+      UNION ALL SELECT 'T.' || task_key, state FROM flowforge.task_run WHERE workflow_run_id = pg_temp.id('T')
+      ORDER BY 1$$,
+    $$VALUES ('S.only', 'succeeded'), ('T.only', 'ready'), ('a', 'running'), ('b', 'pending'), ('c', 'pending'),
+             ('d', 'pending')$$,
+    'fixture: the API built a running, pending, ready and succeeded task run'
+);
+
+-- ===========================================================================
+-- organization
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.organization SET slug = 'default' WHERE slug = 'ct-other'$$),
+          '23505 uniq_organization_slug', 'uniq_organization_slug: two tenants cannot share a slug');
+SELECT is(pg_temp.accepted('uniq_organization_slug', $$UPDATE flowforge.organization SET slug = 'ct-other-2' WHERE slug = 'ct-other'$$),
+          'accepted', 'uniq_organization_slug: a fresh slug is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.organization SET slug = 'Other' WHERE slug = 'ct-other'$$),
+          '23514 organization_slug_valid', 'organization_slug_valid: no upper case in a slug');
+SELECT is(pg_temp.refused($$UPDATE flowforge.organization SET slug = '-other' WHERE slug = 'ct-other'$$),
+          '23514 organization_slug_valid', 'organization_slug_valid: a slug starts with a letter');
+SELECT is(pg_temp.accepted('organization_slug_valid', $$UPDATE flowforge.organization SET slug = 'o' WHERE slug = 'ct-other'$$),
+          'accepted', 'organization_slug_valid: a one-letter slug is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.organization SET name = '   ' WHERE slug = 'ct-other'$$),
+          '23514 organization_name_not_blank', 'organization_name_not_blank: a blank name is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.organization SET name = repeat('x', 201) WHERE slug = 'ct-other'$$),
+          '23514 organization_name_not_blank', 'organization_name_not_blank: a 201-character name is refused');
+SELECT is(pg_temp.accepted('organization_name_not_blank', $$UPDATE flowforge.organization SET name = repeat('x', 200) WHERE slug = 'ct-other'$$),
+          'accepted', 'organization_name_not_blank: a 200-character name is accepted');
+
+-- ===========================================================================
+-- membership
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.membership SET member = 'alice' WHERE member = 'bob'$$),
+          '23505 uniq_membership_org_member', 'uniq_membership_org_member: one membership per (organization, member)');
+SELECT is(pg_temp.accepted('uniq_membership_org_member',
+          $$UPDATE flowforge.membership SET member = 'alice', organization_id = pg_temp.id('O') WHERE member = 'bob'$$),
+          'accepted', 'uniq_membership_org_member: the same member in another organization is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.membership SET role = 'superuser' WHERE member = 'bob'$$),
+          '23514 membership_role_valid', 'membership_role_valid: an unknown role is refused');
+SELECT is(pg_temp.accepted('membership_role_valid', $$UPDATE flowforge.membership SET role = 'viewer' WHERE member = 'bob'$$),
+          'accepted', 'membership_role_valid: viewer is accepted');
+
+-- ===========================================================================
+-- api_key
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.api_key SET prefix = 'ffk_a' WHERE prefix = 'ffk_b'$$),
+          '23505 uniq_api_key_prefix', 'uniq_api_key_prefix: a prefix finds exactly one key');
+SELECT is(pg_temp.accepted('uniq_api_key_prefix', $$UPDATE flowforge.api_key SET prefix = 'ffk_c' WHERE prefix = 'ffk_b'$$),
+          'accepted', 'uniq_api_key_prefix: a fresh prefix is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.api_key SET role = 'root' WHERE prefix = 'ffk_b'$$),
+          '23514 api_key_role_valid', 'api_key_role_valid: an unknown role is refused');
+SELECT is(pg_temp.accepted('api_key_role_valid', $$UPDATE flowforge.api_key SET role = 'owner' WHERE prefix = 'ffk_b'$$),
+          'accepted', 'api_key_role_valid: owner is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.api_key SET hashed_key = decode(md5('secret-b'), 'hex') WHERE prefix = 'ffk_b'$$),
+          '23514 api_key_hash_is_sha256', 'api_key_hash_is_sha256: a 16-byte digest is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.api_key SET hashed_key = 'ffk_b_plaintext_secret'::bytea WHERE prefix = 'ffk_b'$$),
+          '23514 api_key_hash_is_sha256', 'api_key_hash_is_sha256: a plaintext secret is refused');
+SELECT is(pg_temp.accepted('api_key_hash_is_sha256', $$UPDATE flowforge.api_key SET hashed_key = sha256('other'::bytea) WHERE prefix = 'ffk_b'$$),
+          'accepted', 'api_key_hash_is_sha256: a 32-byte SHA-256 digest is accepted');
+
+-- ===========================================================================
+-- workflow  (W2 = ct_diamond v1, W = ct_diamond v2)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET version = 1 WHERE id = pg_temp.id('W')$$),
+          '23505 uniq_workflow_name_version', 'uniq_workflow_name_version: two definitions cannot both be ct_diamond v1');
+SELECT is(pg_temp.accepted('uniq_workflow_name_version',
+          $$UPDATE flowforge.workflow SET version = 1, organization_id = pg_temp.id('O') WHERE id = pg_temp.id('W')$$),
+          'accepted', 'uniq_workflow_name_version: the same name and version in another organization is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET version = 0 WHERE id = pg_temp.id('W2')$$),
+          '23514 workflow_version_positive', 'workflow_version_positive: version 0 is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET version = -1 WHERE id = pg_temp.id('W2')$$),
+          '23514 workflow_version_positive', 'workflow_version_positive: a negative version is refused');
+SELECT is(pg_temp.accepted('workflow_version_positive', $$UPDATE flowforge.workflow SET version = 1 WHERE id = pg_temp.id('W2')$$),
+          'accepted', 'workflow_version_positive: version 1 is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET kind = 'graph' WHERE id = pg_temp.id('W2')$$),
+          '23514 workflow_kind_valid', 'workflow_kind_valid: an unsupported kind is refused');
+SELECT is(pg_temp.accepted('workflow_kind_valid', $$UPDATE flowforge.workflow SET kind = 'dag' WHERE id = pg_temp.id('W2')$$),
+          'accepted', 'workflow_kind_valid: dag is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET name = '9lives' WHERE id = pg_temp.id('W2')$$),
+          '23514 workflow_name_valid', 'workflow_name_valid: a name starts with a letter');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET name = 'has space' WHERE id = pg_temp.id('W2')$$),
+          '23514 workflow_name_valid', 'workflow_name_valid: no spaces in a name');
+SELECT is(pg_temp.accepted('workflow_name_valid', $$UPDATE flowforge.workflow SET name = 'Z' || repeat('a_-9', 15) || 'zz' WHERE id = pg_temp.id('W2')$$),
+          'accepted', 'workflow_name_valid: a 63-character name of letters, digits, _ and - is accepted');
+
+-- ===========================================================================
+-- task  (tasks of W, the version R runs)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET key = 'a' WHERE id = pg_temp.task('W', 'b')$$),
+          '23505 uniq_task_workflow_key', 'uniq_task_workflow_key: two steps with one key in one workflow');
+SELECT is(pg_temp.accepted('uniq_task_workflow_key', $$UPDATE flowforge.task SET key = 'e' WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'uniq_task_workflow_key: a fresh key is accepted (key a also exists in v1: scope is the version)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET key = 'has space' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_key_valid', 'task_key_valid: no spaces in a task key');
+SELECT is(pg_temp.accepted('task_key_valid', $$UPDATE flowforge.task SET key = 'Z9_-x' WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_key_valid: letters, digits, _ and - are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET queue = '.hidden' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_queue_valid', 'task_queue_valid: a queue starts with a letter');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET queue = 'q/1' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_queue_valid', 'task_queue_valid: no slash in a queue name');
+SELECT is(pg_temp.accepted('task_queue_valid', $$UPDATE flowforge.task SET queue = 'eu-west.high_1' WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_queue_valid: letters, digits, _, . and - are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET max_attempts = 0 WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_max_attempts_positive', 'task_max_attempts_positive: a task that may never be attempted');
+SELECT is(pg_temp.accepted('task_max_attempts_positive', $$UPDATE flowforge.task SET max_attempts = 1 WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_max_attempts_positive: one attempt is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET backoff = '-1 second' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_backoff_non_negative', 'task_backoff_non_negative: a negative backoff is refused');
+SELECT is(pg_temp.accepted('task_backoff_non_negative', $$UPDATE flowforge.task SET backoff = '0' WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_backoff_non_negative: zero backoff is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET backoff_factor = 0.99 WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_backoff_factor_sane', 'task_backoff_factor_sane: a shrinking backoff (factor < 1) is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET backoff_factor = 100.01 WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_backoff_factor_sane', 'task_backoff_factor_sane: a factor above 100 is refused');
+SELECT is(pg_temp.accepted('task_backoff_factor_sane', $$UPDATE flowforge.task SET backoff_factor = 1 WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_backoff_factor_sane: factor 1 (constant backoff) is accepted');
+SELECT is(pg_temp.accepted('task_backoff_factor_sane', $$UPDATE flowforge.task SET backoff_factor = 100 WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_backoff_factor_sane: factor 100 is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET max_backoff = '999 milliseconds' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_max_backoff_covers_backoff', 'task_max_backoff_covers_backoff: a cap below the first backoff is refused');
+SELECT is(pg_temp.accepted('task_max_backoff_covers_backoff', $$UPDATE flowforge.task SET max_backoff = backoff WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_max_backoff_covers_backoff: a cap equal to the backoff is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET timeout = '0' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_timeout_positive', 'task_timeout_positive: a zero timeout is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET timeout = '-1 second' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_timeout_positive', 'task_timeout_positive: a negative timeout is refused');
+SELECT is(pg_temp.accepted('task_timeout_positive', $$UPDATE flowforge.task SET timeout = '1 millisecond' WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_timeout_positive: a positive timeout is accepted');
+SELECT is(pg_temp.accepted('task_timeout_positive', $$UPDATE flowforge.task SET timeout = NULL WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_timeout_positive: no timeout (NULL) is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET dependency_count = -1 WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_dependency_count_non_negative', 'task_dependency_count_non_negative: a negative count is refused');
+SELECT is(pg_temp.accepted('task_dependency_count_non_negative', $$UPDATE flowforge.task SET dependency_count = 0 WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_dependency_count_non_negative: zero is accepted');
+
+-- ===========================================================================
+-- task_dependency  (W: b -> a, c -> a, d -> b, d -> c)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_dependency SET depends_on_task_id = task_id
+                            WHERE task_id = pg_temp.task('W', 'b')$$),
+          '23514 task_dependency_not_self', 'task_dependency_not_self: a task cannot wait on itself');
+SELECT is(pg_temp.accepted('task_dependency_not_self', $$UPDATE flowforge.task_dependency SET depends_on_task_id = pg_temp.task('W', 'c')
+                            WHERE task_id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_dependency_not_self: an edge between two tasks is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_dependency SET depends_on_task_id = pg_temp.task('W', 'b')
+                            WHERE task_id = pg_temp.task('W', 'd') AND depends_on_task_id = pg_temp.task('W', 'c')$$),
+          '23505 task_dependency_pkey', 'task_dependency_pkey: an edge is stored once (dependency_count stays true)');
+SELECT is(pg_temp.accepted('task_dependency_pkey', $$UPDATE flowforge.task_dependency SET depends_on_task_id = pg_temp.task('W', 'a')
+                            WHERE task_id = pg_temp.task('W', 'd') AND depends_on_task_id = pg_temp.task('W', 'c')$$),
+          'accepted', 'task_dependency_pkey: a distinct edge is accepted');
+
+-- ===========================================================================
+-- scheduled_trigger
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET next_fire_at = NULL WHERE name = 'nightly'$$),
+          '23514 scheduled_trigger_enabled_has_next', 'scheduled_trigger_enabled_has_next: an enabled trigger tick() can never find');
+SELECT is(pg_temp.accepted('scheduled_trigger_enabled_has_next',
+          $$UPDATE flowforge.scheduled_trigger SET enabled = false, next_fire_at = NULL WHERE name = 'nightly'$$),
+          'accepted', 'scheduled_trigger_enabled_has_next: a disabled trigger without a next fire time is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET name = 'nightly' WHERE name = 'hourly'$$),
+          '23505 uniq_scheduled_trigger_org_name', 'uniq_scheduled_trigger_org_name: one trigger per name per organization');
+SELECT is(pg_temp.accepted('uniq_scheduled_trigger_org_name',
+          $$UPDATE flowforge.scheduled_trigger SET name = 'nightly', organization_id = pg_temp.id('O') WHERE name = 'hourly'$$),
+          'accepted', 'uniq_scheduled_trigger_org_name: the same name in another organization is accepted');
+
+-- ===========================================================================
+-- workflow_run  (R running 4 tasks, S succeeded, T running)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET state = 'suceeded' WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_state_valid', 'wfrun_state_valid: a typo''d state is refused');
+SELECT is(pg_temp.accepted('wfrun_state_valid', $$UPDATE flowforge.workflow_run SET state = 'pending' WHERE id = pg_temp.id('R')$$),
+          'accepted', 'wfrun_state_valid: pending is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET finished_at = NULL WHERE id = pg_temp.id('S')$$),
+          '23514 wfrun_finished_at_matches_state', 'wfrun_finished_at_matches_state (=>): a succeeded run without a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET state = 'cancelled', finished_at = NULL WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_finished_at_matches_state', 'wfrun_finished_at_matches_state (=>): a cancelled run without a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET finished_at = now() WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_finished_at_matches_state', 'wfrun_finished_at_matches_state (<=): a running run with a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET state = 'running' WHERE id = pg_temp.id('S')$$),
+          '23514 wfrun_finished_at_matches_state', 'wfrun_finished_at_matches_state (<=): reopening a run but keeping its finish time');
+SELECT is(pg_temp.accepted('wfrun_finished_at_matches_state',
+          $$UPDATE flowforge.workflow_run SET state = 'cancelled', finished_at = now() WHERE id = pg_temp.id('R')$$),
+          'accepted', 'wfrun_finished_at_matches_state: a cancelled run with a finish time is accepted');
+SELECT is(pg_temp.accepted('wfrun_finished_at_matches_state',
+          $$UPDATE flowforge.workflow_run SET state = 'running', finished_at = NULL WHERE id = pg_temp.id('S')$$),
+          'accepted', 'wfrun_finished_at_matches_state: a reopened run without a finish time is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET started_at = NULL WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_running_has_started_at', 'wfrun_running_has_started_at: a running run with no start time');
+SELECT is(pg_temp.accepted('wfrun_running_has_started_at',
+          $$UPDATE flowforge.workflow_run SET state = 'pending', started_at = NULL WHERE id = pg_temp.id('R')$$),
+          'accepted', 'wfrun_running_has_started_at: a pending run with no start time is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET tasks_total = 0, tasks_remaining = 0 WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_task_counters_valid', 'wfrun_task_counters_valid: a run of zero tasks');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET tasks_remaining = -1 WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_task_counters_valid', 'wfrun_task_counters_valid: negative tasks_remaining (a double-counted finish)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET tasks_remaining = tasks_total + 1 WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_task_counters_valid', 'wfrun_task_counters_valid: more tasks remaining than exist');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET tasks_failed = -1 WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_task_counters_valid', 'wfrun_task_counters_valid: negative tasks_failed');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET tasks_failed = tasks_total + 1 WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_task_counters_valid', 'wfrun_task_counters_valid: more failures than tasks');
+SELECT is(pg_temp.accepted('wfrun_task_counters_valid',
+          $$UPDATE flowforge.workflow_run SET tasks_remaining = 0, tasks_failed = tasks_total WHERE id = pg_temp.id('R')$$),
+          'accepted', 'wfrun_task_counters_valid: the boundaries (0 remaining, every task failed) are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET input = '[1, 2]' WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_input_is_object', 'wfrun_input_is_object: an array input is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET input = 'null'::jsonb WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_input_is_object', 'wfrun_input_is_object: a JSON null input is refused');
+SELECT is(pg_temp.accepted('wfrun_input_is_object', $$UPDATE flowforge.workflow_run SET input = '{"k": [1]}' WHERE id = pg_temp.id('R')$$),
+          'accepted', 'wfrun_input_is_object: an object input is accepted');
+
+-- ===========================================================================
+-- task_run  (R.a running, R.b/c/d pending, S.only succeeded, T.only ready)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET state = 'retrying' WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_state_valid', 'taskrun_state_valid: an undeclared state (there is no retrying) is refused');
+SELECT is(pg_temp.accepted('taskrun_state_valid', $$UPDATE flowforge.task_run SET state = 'skipped', finished_at = now() WHERE id = pg_temp.tr('R', 'b')$$),
+          'accepted', 'taskrun_state_valid: skipped is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET attempt = 0 WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_attempt_positive', 'taskrun_attempt_positive: attempt 0 is refused');
+SELECT is(pg_temp.accepted('taskrun_attempt_positive', $$UPDATE flowforge.task_run SET attempt = 1, max_attempts = 1 WHERE id = pg_temp.tr('T', 'only')$$),
+          'accepted', 'taskrun_attempt_positive: attempt 1 of 1 is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET attempt = max_attempts + 1 WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_attempt_within_max', 'taskrun_attempt_within_max: an attempt beyond the budget is refused');
+SELECT is(pg_temp.accepted('taskrun_attempt_within_max', $$UPDATE flowforge.task_run SET attempt = max_attempts WHERE id = pg_temp.tr('R', 'b')$$),
+          'accepted', 'taskrun_attempt_within_max: the last attempt is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET fencing_token = -1 WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_fencing_non_negative', 'taskrun_fencing_non_negative: a negative token is refused');
+SELECT is(pg_temp.accepted('taskrun_fencing_non_negative', $$UPDATE flowforge.task_run SET fencing_token = 0 WHERE id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'taskrun_fencing_non_negative: token 0 is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET finished_at = started_at - interval '1 millisecond' WHERE id = pg_temp.tr('S', 'only')$$),
+          '23514 taskrun_finished_after_started', 'taskrun_finished_after_started: a negative duration is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET started_at = finished_at + interval '1 second' WHERE id = pg_temp.tr('S', 'only')$$),
+          '23514 taskrun_finished_after_started', 'taskrun_finished_after_started: a start after the finish is refused');
+SELECT is(pg_temp.accepted('taskrun_finished_after_started', $$UPDATE flowforge.task_run SET finished_at = started_at WHERE id = pg_temp.tr('S', 'only')$$),
+          'accepted', 'taskrun_finished_after_started: a zero duration is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET lease_expires_at = NULL WHERE id = pg_temp.tr('R', 'a')$$),
+          '23514 taskrun_lease_iff_running', 'taskrun_lease_iff_running (=>): a running task with no lease (the reaper could never see it)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET lease_expires_at = now() + interval '30 seconds' WHERE id = pg_temp.tr('T', 'only')$$),
+          '23514 taskrun_lease_iff_running', 'taskrun_lease_iff_running (<=): a ready task holding a lease');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET state = 'running' WHERE id = pg_temp.tr('T', 'only')$$),
+          '23514 taskrun_lease_iff_running', 'taskrun_lease_iff_running (=>): claiming without setting a lease');
+SELECT is(pg_temp.accepted('taskrun_lease_iff_running',
+          $$UPDATE flowforge.task_run SET lease_expires_at = lease_expires_at + interval '30 seconds' WHERE id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'taskrun_lease_iff_running: a running task extending its lease is accepted');
+SELECT is(pg_temp.accepted('taskrun_lease_iff_running',
+          $$UPDATE flowforge.task_run SET state = 'ready', lease_expires_at = NULL, ready_at = now() WHERE id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'taskrun_lease_iff_running: a reaped task back to ready without a lease is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET finished_at = NULL WHERE id = pg_temp.tr('S', 'only')$$),
+          '23514 taskrun_finished_at_matches_state', 'taskrun_finished_at_matches_state (=>): a succeeded task without a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET state = 'skipped' WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_finished_at_matches_state', 'taskrun_finished_at_matches_state (=>): a skipped task without a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET finished_at = now() WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_finished_at_matches_state', 'taskrun_finished_at_matches_state (<=): a pending task with a finish time');
+SELECT is(pg_temp.accepted('taskrun_finished_at_matches_state',
+          $$UPDATE flowforge.task_run SET state = 'cancelled', finished_at = now() WHERE id = pg_temp.tr('R', 'c')$$),
+          'accepted', 'taskrun_finished_at_matches_state: a cancelled task with a finish time is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET ready_at = NULL WHERE id = pg_temp.tr('T', 'only')$$),
+          '23514 taskrun_ready_has_ready_at', 'taskrun_ready_has_ready_at: a ready task no claim could order or pick');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET state = 'ready', remaining_deps = 0 WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_ready_has_ready_at', 'taskrun_ready_has_ready_at: releasing a task without stamping ready_at');
+SELECT is(pg_temp.accepted('taskrun_ready_has_ready_at',
+          $$UPDATE flowforge.task_run SET state = 'ready', remaining_deps = 0, ready_at = now() WHERE id = pg_temp.tr('R', 'b')$$),
+          'accepted', 'taskrun_ready_has_ready_at: a released task with ready_at is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET remaining_deps = -1 WHERE id = pg_temp.tr('T', 'only')$$),
+          '23514 taskrun_remaining_deps_non_negative', 'taskrun_remaining_deps_non_negative: a double release is refused');
+SELECT is(pg_temp.accepted('taskrun_remaining_deps_non_negative', $$UPDATE flowforge.task_run SET remaining_deps = 0 WHERE id = pg_temp.tr('T', 'only')$$),
+          'accepted', 'taskrun_remaining_deps_non_negative: zero is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET remaining_deps = 0 WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_pending_waits_on_deps', 'taskrun_pending_waits_on_deps: a pending task waiting on nothing (stranded forever)');
+SELECT is(pg_temp.accepted('taskrun_pending_waits_on_deps', $$UPDATE flowforge.task_run SET remaining_deps = 1 WHERE id = pg_temp.tr('R', 'd')$$),
+          'accepted', 'taskrun_pending_waits_on_deps: a pending task waiting on one dependency is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET task_id = pg_temp.task('W', 'b') WHERE id = pg_temp.tr('R', 'c')$$),
+          '23505 uniq_taskrun_per_run_task', 'uniq_taskrun_per_run_task: two rows for one step of one run');
+SELECT is(pg_temp.accepted('uniq_taskrun_per_run_task', $$UPDATE flowforge.task_run SET workflow_run_id = pg_temp.id('R') WHERE id = pg_temp.tr('T', 'only')$$),
+          'accepted', 'uniq_taskrun_per_run_task: the same task in another run is accepted (the pair is unique)');
+SELECT is(pg_temp.probe($$UPDATE flowforge.task_run SET organization_id = NULL WHERE id = pg_temp.tr('R', 'b')$$),
+          '23502 organization_id', 'task_run.organization_id: a row without a tenant is refused (NOT NULL)');
+
+-- ===========================================================================
+-- idempotency_key  (key-1 -> S, key-2 -> T, both written by start_run)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.idempotency_key SET key = 'key-1' WHERE key = 'key-2'$$),
+          '23505 idempotency_key_pkey', 'idempotency_key_pkey: a key names one run per organization');
+SELECT is(pg_temp.accepted('idempotency_key_pkey',
+          $$UPDATE flowforge.idempotency_key SET key = 'key-1', organization_id = pg_temp.id('O') WHERE key = 'key-2'$$),
+          'accepted', 'idempotency_key_pkey: the same key in another organization is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.idempotency_key SET key = '' WHERE key = 'key-2'$$),
+          '23514 idempotency_key_not_blank', 'idempotency_key_not_blank: an empty key is refused');
+SELECT is(pg_temp.accepted('idempotency_key_not_blank', $$UPDATE flowforge.idempotency_key SET key = 'k' WHERE key = 'key-2'$$),
+          'accepted', 'idempotency_key_not_blank: a one-character key is accepted');
+
+-- ===========================================================================
+-- outbox_message  (R.a, generations 1 and 2)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.outbox_message SET fencing_token_snapshot = 1
+                            WHERE task_run_id = pg_temp.tr('R', 'a') AND fencing_token_snapshot = 2$$),
+          '23505 uniq_outbox_per_taskrun_generation', 'uniq_outbox_per_taskrun_generation: two dispatches of one live generation');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.outbox_message (organization_id, task_run_id, workflow_run_id, exchange,
+                                routing_key, payload, fencing_token_snapshot, attempt_snapshot)
+                            SELECT organization_id, task_run_id, workflow_run_id, exchange, routing_key, payload,
+                                   fencing_token_snapshot, attempt_snapshot
+                            FROM flowforge.outbox_message WHERE task_run_id = pg_temp.tr('R', 'a') AND fencing_token_snapshot = 1$$),
+          '23505 uniq_outbox_per_taskrun_generation', 'uniq_outbox_per_taskrun_generation: a racing second first-dispatch insert loses');
+SELECT is(pg_temp.accepted('uniq_outbox_per_taskrun_generation', $$UPDATE flowforge.outbox_message SET fencing_token_snapshot = 3
+                            WHERE task_run_id = pg_temp.tr('R', 'a') AND fencing_token_snapshot = 2$$),
+          'accepted', 'uniq_outbox_per_taskrun_generation: a new generation is a new row');
+SELECT is(pg_temp.refused($$UPDATE flowforge.outbox_message SET payload = '"x"' WHERE task_run_id = pg_temp.tr('R', 'a')$$),
+          '23514 outbox_payload_is_object', 'outbox_payload_is_object: a scalar payload is refused');
+SELECT is(pg_temp.accepted('outbox_payload_is_object', $$UPDATE flowforge.outbox_message SET payload = '{}' WHERE task_run_id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'outbox_payload_is_object: an object payload is accepted');
+
+-- ===========================================================================
+-- task_run_event  (append-only, so its CHECK is proven on INSERT)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind)
+                            VALUES (flowforge.current_organization(), pg_temp.id('R'), 'Claimed')$$),
+          '23514 event_kind_valid', 'event_kind_valid: a kind outside [a-z_] is refused');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind)
+                            VALUES (flowforge.current_organization(), pg_temp.id('R'), '')$$),
+          '23514 event_kind_valid', 'event_kind_valid: an empty kind is refused');
+SELECT is(pg_temp.accepted('event_kind_valid', $$INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind)
+                            VALUES (flowforge.current_organization(), pg_temp.id('R'), 'lease_expired')$$),
+          'accepted', 'event_kind_valid: lease_expired is accepted');
+
+-- ===========================================================================
+-- queue (0005)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET name = '.q' WHERE name = 'ct-pull'$$),
+          '23514 queue_name_valid', 'queue_name_valid: a queue name starts with a letter');
+SELECT is(pg_temp.accepted('queue_name_valid', $$UPDATE flowforge.queue SET name = 'a.b-c_1' WHERE name = 'ct-pull'$$),
+          'accepted', 'queue_name_valid: the task.queue alphabet is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET name = 'ct-push' WHERE name = 'ct-pull'$$),
+          '23505 queue_pkey', 'queue_pkey: one settings row per queue per organization');
+SELECT is(pg_temp.accepted('queue_pkey', $$UPDATE flowforge.queue SET name = 'ct-push', organization_id = pg_temp.id('O') WHERE name = 'ct-pull'$$),
+          'accepted', 'queue_pkey: the same queue name in another organization is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET exchange = 'has space' WHERE name = 'ct-push'$$),
+          '23514 queue_exchange_valid', 'queue_exchange_valid: no spaces in an exchange name');
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET exchange = '' WHERE name = 'ct-push'$$),
+          '23514 queue_exchange_valid', 'queue_exchange_valid: an empty exchange (use NULL for pull) is refused');
+SELECT is(pg_temp.accepted('queue_exchange_valid', $$UPDATE flowforge.queue SET exchange = 'amq.topic:x-1_2' WHERE name = 'ct-push'$$),
+          'accepted', 'queue_exchange_valid: letters, digits and _ . : - are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET exchange = NULL WHERE name = 'ct-push'$$),
+          '23514 queue_routing_key_needs_exchange', 'queue_routing_key_needs_exchange: a routing key on a pull queue');
+SELECT is(pg_temp.accepted('queue_routing_key_needs_exchange', $$UPDATE flowforge.queue SET exchange = NULL, routing_key = NULL WHERE name = 'ct-push'$$),
+          'accepted', 'queue_routing_key_needs_exchange: turning a queue back to pull with no routing key is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET dispatch_lease = '999 milliseconds' WHERE name = 'ct-push'$$),
+          '23514 queue_dispatch_lease_sane', 'queue_dispatch_lease_sane: a lease under a second is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET dispatch_lease = '1 day 1 second' WHERE name = 'ct-push'$$),
+          '23514 queue_dispatch_lease_sane', 'queue_dispatch_lease_sane: a lease over a day is refused');
+SELECT is(pg_temp.accepted('queue_dispatch_lease_sane', $$UPDATE flowforge.queue SET dispatch_lease = '1 second' WHERE name = 'ct-push'$$),
+          'accepted', 'queue_dispatch_lease_sane: one second is accepted');
+SELECT is(pg_temp.accepted('queue_dispatch_lease_sane', $$UPDATE flowforge.queue SET dispatch_lease = '1 day' WHERE name = 'ct-push'$$),
+          'accepted', 'queue_dispatch_lease_sane: one day is accepted');
+
+-- ===========================================================================
+-- gateway_session and setting (0006)
+-- ===========================================================================
+INSERT INTO flowforge.gateway_session (backend_pid, xact_id, organization_id, role, api_key_id)
+SELECT pid, pg_current_xact_id(), flowforge.current_organization(), 'member', (SELECT id FROM flowforge.api_key WHERE prefix = 'ffk_a')
+FROM (VALUES (-1), (-2)) AS v(pid);
+SELECT is(pg_temp.refused($$UPDATE flowforge.gateway_session SET role = 'root' WHERE backend_pid = -1$$),
+          '23514 gateway_session_role_valid', 'gateway_session_role_valid: an unknown role is refused');
+SELECT is(pg_temp.accepted('gateway_session_role_valid', $$UPDATE flowforge.gateway_session SET role = 'viewer' WHERE backend_pid = -1$$),
+          'accepted', 'gateway_session_role_valid: viewer is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.gateway_session SET backend_pid = -1 WHERE backend_pid = -2$$),
+          '23505 gateway_session_pkey', 'gateway_session_pkey: one authenticated identity per backend');
+SELECT is(pg_temp.accepted('gateway_session_pkey', $$UPDATE flowforge.gateway_session SET backend_pid = -3 WHERE backend_pid = -2$$),
+          'accepted', 'gateway_session_pkey: another backend is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET singleton = false$$),
+          '23514 setting_singleton', 'setting_singleton: the key can only be true');
+SELECT is(pg_temp.accepted('setting_singleton', $$UPDATE flowforge.setting SET singleton = true$$),
+          'accepted', 'setting_singleton: true is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.setting DEFAULT VALUES$$),
+          '23505 setting_pkey', 'setting_pkey: a second settings row is refused');
+SELECT is(pg_temp.accepted('setting_pkey', $$UPDATE flowforge.setting SET max_payload_bytes = 2048$$),
+          'accepted', 'setting_pkey: changing the one row is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET max_payload_bytes = 1023$$),
+          '23514 setting_max_payload_sane', 'setting_max_payload_sane: under 1 KiB is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET max_payload_bytes = 268435457$$),
+          '23514 setting_max_payload_sane', 'setting_max_payload_sane: over 256 MiB is refused');
+SELECT is(pg_temp.accepted('setting_max_payload_sane', $$UPDATE flowforge.setting SET max_payload_bytes = 1024$$),
+          'accepted', 'setting_max_payload_sane: 1 KiB is accepted');
+SELECT is(pg_temp.accepted('setting_max_payload_sane', $$UPDATE flowforge.setting SET max_payload_bytes = 268435456$$),
+          'accepted', 'setting_max_payload_sane: 256 MiB is accepted');
+
+-- ===========================================================================
+-- Coverage: every CHECK and UNIQUE constraint of the schema was seen to fire
+-- and to accept (a constraint added by a later migration fails this until
+-- it gets its pair of tests here).
+-- ===========================================================================
+SELECT set_eq(
+    $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
+      UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('gateway_session_pkey'),
+                   ('setting_pkey')$$,
+    $$SELECT constraint_name FROM probed WHERE outcome = 'refused'$$,
+    'every CHECK and UNIQUE constraint was seen to refuse a plain write'
+);
+SELECT set_eq(
+    $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
+      UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('gateway_session_pkey'),
+                   ('setting_pkey')$$,
+    $$SELECT constraint_name FROM probed WHERE outcome = 'accepted'$$,
+    'every CHECK and UNIQUE constraint was seen to accept a valid write'
+);
+
+-- ===========================================================================
+-- ON DELETE rules
+-- ===========================================================================
+-- Definitions that have been executed cannot be deleted (RESTRICT).
+INSERT INTO ctx VALUES ('WB', flowforge_test.define_single('ct_bare'));
+INSERT INTO flowforge.workflow_run (organization_id, workflow_id, tasks_total, tasks_remaining)
+VALUES (flowforge.current_organization(), pg_temp.id('WB'), 1, 1);
+INSERT INTO ctx VALUES ('WU', flowforge_test.define_single('ct_unused'));
+
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.workflow WHERE id = pg_temp.id('WB')$$),
+          '23503 workflow_run_workflow_fkey', 'RESTRICT: a workflow version with a run cannot be deleted');
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.task WHERE id = pg_temp.task('W', 'd')$$),
+          '23503 task_run_task_fkey', 'RESTRICT: a task with task runs cannot be deleted');
+SELECT throws_ok($$DELETE FROM flowforge.workflow WHERE id = pg_temp.id('W')$$, '23503', NULL,
+                 'RESTRICT: the workflow version run R executed cannot be deleted');
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.organization WHERE id = flowforge.current_organization()$$) ~ '^23503 ', true,
+          'RESTRICT: an organization with definitions and history cannot be deleted');
+SELECT lives_ok($$DELETE FROM flowforge.workflow WHERE id = pg_temp.id('WU')$$,
+                'a workflow version never run can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.task WHERE workflow_id = pg_temp.id('WU')), 0,
+          'CASCADE: deleting a definition deletes its tasks');
+
+-- A run and its task runs are one unit: task runs, outbox rows and its
+-- idempotency key go with it; its events (no FK) stay.
+SELECT ok((SELECT count(*) FROM flowforge.task_run_event e JOIN flowforge.task_run tr ON tr.id = e.task_run_id
+           WHERE tr.workflow_run_id = pg_temp.id('R')) > 0,
+          'run R''s task runs have events before the purge');
+CREATE TEMP TABLE r_task_runs AS SELECT id FROM flowforge.task_run WHERE workflow_run_id = pg_temp.id('R');
+SELECT lives_ok($$DELETE FROM flowforge.workflow_run WHERE id = pg_temp.id('R')$$,
+                'a run whose task runs have events can be deleted (task_run_event has no FK)');
+SELECT is((SELECT count(*)::int FROM flowforge.task_run WHERE workflow_run_id = pg_temp.id('R')), 0,
+          'CASCADE: the run''s task runs went with it');
+SELECT is((SELECT count(*)::int FROM flowforge.outbox_message WHERE workflow_run_id = pg_temp.id('R')), 0,
+          'CASCADE: the run''s outbox messages went with it');
+SELECT ok((SELECT count(*) FROM flowforge.task_run_event WHERE task_run_id IN (SELECT id FROM r_task_runs)) > 0
+          AND (SELECT count(*) FROM flowforge.task_run_event WHERE workflow_run_id = pg_temp.id('R') AND task_run_id IS NULL) > 0,
+          'the run''s task and run-level events outlive the purge');
+SELECT lives_ok($$DELETE FROM flowforge.workflow_run WHERE id = pg_temp.id('S')$$, 'run S can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.idempotency_key WHERE key = 'key-1'), 0,
+          'CASCADE: the run''s idempotency key went with it');
+
+SELECT * FROM finish();
+ROLLBACK;

@@ -1,0 +1,188 @@
+-- Indexes: every index the seed names exists with its exact definition
+-- (columns, order, direction, partial predicate), so do the extra indexes of
+-- migrations 0001-0006, and each table has exactly the indexes listed — an index
+-- nobody can name a query for should not exist (docs/data-model.md).
+-- Then the load-bearing ones are shown to serve their query.
+BEGIN;
+SELECT plan(50);
+
+-- The definition of index p_name in schema flowforge, NULL when it does not exist.
+CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT pg_get_indexdef(c.oid)
+    FROM pg_class c
+    WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relname = p_name AND c.relkind = 'i'
+$$;
+
+-- ---------------------------------------------------------------------------
+-- The seed's indexes
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('idx_wfrun_wf_recent'),
+    'CREATE INDEX idx_wfrun_wf_recent ON flowforge.workflow_run USING btree (workflow_id, created_at DESC)',
+    'idx_wfrun_wf_recent: (workflow_id, created_at DESC) — the last N runs of a workflow');
+SELECT is(pg_temp.indexdef('idx_wfrun_state_age'),
+    'CREATE INDEX idx_wfrun_state_age ON flowforge.workflow_run USING btree (state, created_at)',
+    'idx_wfrun_state_age: (state, created_at) — the stuck-run sweep');
+SELECT is(pg_temp.indexdef('idx_taskrun_state_age'),
+    'CREATE INDEX idx_taskrun_state_age ON flowforge.task_run USING btree (organization_id, queue, priority DESC, ready_at) WHERE ((state)::text = ''ready''::text)',
+    'idx_taskrun_state_age: reshaped for the claim — (organization_id, queue, priority DESC, ready_at) partial on ready');
+SELECT is(pg_temp.indexdef('idx_taskrun_run_state'),
+    'CREATE INDEX idx_taskrun_run_state ON flowforge.task_run USING btree (workflow_run_id, state)',
+    'idx_taskrun_run_state: (workflow_run_id, state) — run progress');
+SELECT is(pg_temp.indexdef('idx_taskrun_lease_expiry'),
+    'CREATE INDEX idx_taskrun_lease_expiry ON flowforge.task_run USING btree (lease_expires_at) WHERE ((state)::text = ''running''::text)',
+    'idx_taskrun_lease_expiry: (lease_expires_at) partial on running — the reaper');
+SELECT is(pg_temp.indexdef('idx_outbox_pending'),
+    'CREATE INDEX idx_outbox_pending ON flowforge.outbox_message USING btree (created_at) WHERE (published_at IS NULL)',
+    'idx_outbox_pending: (created_at) partial on unpublished — the outbox drain');
+SELECT is(pg_temp.indexdef('idx_event_taskrun_created'),
+    'CREATE INDEX idx_event_taskrun_created ON flowforge.task_run_event USING btree (task_run_id, created_at)',
+    'idx_event_taskrun_created: (task_run_id, created_at) — a task run''s event log');
+
+-- The seed's unique constraints are backed by these indexes.
+SELECT is(pg_temp.indexdef('uniq_workflow_name_version'),
+    'CREATE UNIQUE INDEX uniq_workflow_name_version ON flowforge.workflow USING btree (organization_id, name, version)',
+    'uniq_workflow_name_version: (organization_id, name, version) — per tenant, unlike the seed');
+SELECT is(pg_temp.indexdef('uniq_task_workflow_key'),
+    'CREATE UNIQUE INDEX uniq_task_workflow_key ON flowforge.task USING btree (workflow_id, key)',
+    'uniq_task_workflow_key: (workflow_id, key) — also covers the FK task.workflow_id');
+SELECT is(pg_temp.indexdef('uniq_taskrun_per_run_task'),
+    'CREATE UNIQUE INDEX uniq_taskrun_per_run_task ON flowforge.task_run USING btree (workflow_run_id, task_id)',
+    'uniq_taskrun_per_run_task: (workflow_run_id, task_id)');
+SELECT is(pg_temp.indexdef('uniq_outbox_per_taskrun_generation'),
+    'CREATE UNIQUE INDEX uniq_outbox_per_taskrun_generation ON flowforge.outbox_message USING btree (task_run_id, fencing_token_snapshot)',
+    'uniq_outbox_per_taskrun_generation: (task_run_id, fencing_token_snapshot)');
+
+-- ---------------------------------------------------------------------------
+-- The migrations' further indexes
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('idx_membership_member'),
+    'CREATE INDEX idx_membership_member ON flowforge.membership USING btree (member)',
+    'idx_membership_member: a login role resolves its organization by name');
+SELECT is(pg_temp.indexdef('uniq_membership_org_member'),
+    'CREATE UNIQUE INDEX uniq_membership_org_member ON flowforge.membership USING btree (organization_id, member)',
+    'uniq_membership_org_member: (organization_id, member)');
+SELECT is(pg_temp.indexdef('uniq_organization_slug'),
+    'CREATE UNIQUE INDEX uniq_organization_slug ON flowforge.organization USING btree (slug)',
+    'uniq_organization_slug: (slug)');
+SELECT is(pg_temp.indexdef('uniq_api_key_prefix'),
+    'CREATE UNIQUE INDEX uniq_api_key_prefix ON flowforge.api_key USING btree (prefix)',
+    'uniq_api_key_prefix: an API key is found by its prefix');
+SELECT is(pg_temp.indexdef('idx_audit_org_created'),
+    'CREATE INDEX idx_audit_org_created ON flowforge.audit_log USING btree (organization_id, created_at DESC)',
+    'idx_audit_org_created: an organization''s audit log, newest first');
+SELECT is(pg_temp.indexdef('idx_taskdep_depends_on'),
+    'CREATE INDEX idx_taskdep_depends_on ON flowforge.task_dependency USING btree (depends_on_task_id)',
+    'idx_taskdep_depends_on: which tasks wait on this one (release and skip)');
+SELECT is(pg_temp.indexdef('task_dependency_pkey'),
+    'CREATE UNIQUE INDEX task_dependency_pkey ON flowforge.task_dependency USING btree (task_id, depends_on_task_id)',
+    'task_dependency_pkey: (task_id, depends_on_task_id) — also a task''s upstream edges');
+SELECT is(pg_temp.indexdef('idx_trigger_due'),
+    'CREATE INDEX idx_trigger_due ON flowforge.scheduled_trigger USING btree (next_fire_at) WHERE enabled',
+    'idx_trigger_due: (next_fire_at) partial on enabled — due triggers');
+SELECT is(pg_temp.indexdef('uniq_scheduled_trigger_org_name'),
+    'CREATE UNIQUE INDEX uniq_scheduled_trigger_org_name ON flowforge.scheduled_trigger USING btree (organization_id, name)',
+    'uniq_scheduled_trigger_org_name: (organization_id, name)');
+SELECT is(pg_temp.indexdef('idx_wfrun_org_recent'),
+    'CREATE INDEX idx_wfrun_org_recent ON flowforge.workflow_run USING btree (organization_id, created_at DESC)',
+    'idx_wfrun_org_recent: an organization''s newest runs (run list)');
+SELECT is(pg_temp.indexdef('idx_taskrun_task'),
+    'CREATE INDEX idx_taskrun_task ON flowforge.task_run USING btree (task_id)',
+    'idx_taskrun_task: (task_id) — serves the RESTRICT check when a task is deleted');
+SELECT is(pg_temp.indexdef('idempotency_key_pkey'),
+    'CREATE UNIQUE INDEX idempotency_key_pkey ON flowforge.idempotency_key USING btree (organization_id, key)',
+    'idempotency_key_pkey: (organization_id, key)');
+SELECT is(pg_temp.indexdef('idx_event_run_level'),
+    'CREATE INDEX idx_event_run_level ON flowforge.task_run_event USING btree (workflow_run_id, created_at) WHERE (task_run_id IS NULL)',
+    'idx_event_run_level: (workflow_run_id, created_at) partial on run-level events');
+
+SELECT is(pg_temp.indexdef('idx_queue_push'),
+    'CREATE INDEX idx_queue_push ON flowforge.queue USING btree (organization_id, name) WHERE (exchange IS NOT NULL)',
+    'idx_queue_push: (organization_id, name) partial on push queues');
+
+-- ---------------------------------------------------------------------------
+-- Exactly these indexes per table
+-- ---------------------------------------------------------------------------
+SELECT indexes_are('flowforge', 'organization', ARRAY['organization_pkey', 'uniq_organization_slug']);
+SELECT indexes_are('flowforge', 'membership', ARRAY['membership_pkey', 'uniq_membership_org_member', 'idx_membership_member']);
+SELECT indexes_are('flowforge', 'api_key', ARRAY['api_key_pkey', 'uniq_api_key_prefix']);
+SELECT indexes_are('flowforge', 'audit_log', ARRAY['audit_log_pkey', 'idx_audit_org_created']);
+SELECT indexes_are('flowforge', 'workflow', ARRAY['workflow_pkey', 'uniq_workflow_name_version']);
+SELECT indexes_are('flowforge', 'task', ARRAY['task_pkey', 'uniq_task_workflow_key']);
+SELECT indexes_are('flowforge', 'task_dependency', ARRAY['task_dependency_pkey', 'idx_taskdep_depends_on']);
+SELECT indexes_are('flowforge', 'scheduled_trigger', ARRAY['scheduled_trigger_pkey', 'uniq_scheduled_trigger_org_name', 'idx_trigger_due']);
+SELECT indexes_are('flowforge', 'workflow_run', ARRAY[
+    'workflow_run_pkey', 'idx_wfrun_wf_recent', 'idx_wfrun_state_age', 'idx_wfrun_org_recent']);
+SELECT indexes_are('flowforge', 'task_run', ARRAY[
+    'task_run_pkey', 'uniq_taskrun_per_run_task', 'idx_taskrun_state_age', 'idx_taskrun_run_state',
+    'idx_taskrun_lease_expiry', 'idx_taskrun_task']);
+SELECT indexes_are('flowforge', 'idempotency_key', ARRAY['idempotency_key_pkey']);
+SELECT indexes_are('flowforge', 'outbox_message', ARRAY[
+    'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending']);
+SELECT indexes_are('flowforge', 'task_run_event', ARRAY[
+    'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level']);
+SELECT indexes_are('flowforge', 'queue', ARRAY['queue_pkey', 'idx_queue_push']);
+SELECT indexes_are('flowforge', 'gateway_session', ARRAY['gateway_session_pkey']);
+SELECT indexes_are('flowforge', 'setting', ARRAY['setting_pkey']);
+
+-- ---------------------------------------------------------------------------
+-- The indexes serve their queries. With sequential and bitmap scans priced
+-- out, the planner must find an index whose shape fits: the plan names the
+-- index and has no Sort node (the index delivers the order).
+-- ---------------------------------------------------------------------------
+CREATE FUNCTION pg_temp.plan_of(p_sql text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_line text;
+    v_plan text := '';
+BEGIN
+    FOR v_line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || p_sql LOOP
+        v_plan := v_plan || v_line || E'\n';
+    END LOOP;
+    RETURN v_plan;
+END;
+$$;
+
+-- A few rows so the statistics are not empty.
+SELECT isnt(flowforge_test.define_diamond('ix_diamond'), NULL, 'fixture: ix_diamond defined');
+SELECT is((SELECT count(DISTINCT r)::int FROM (SELECT flowforge.start_run('ix_diamond') AS r FROM generate_series(1, 20)) s),
+          20, 'fixture: 20 runs started');
+ANALYZE flowforge.task_run;
+ANALYZE flowforge.workflow_run;
+ANALYZE flowforge.outbox_message;
+ANALYZE flowforge.task_run_event;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_bitmapscan = off;
+
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.task_run
+    WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND state = 'ready' AND queue = 'default'
+      AND ready_at <= now()
+    ORDER BY priority DESC, ready_at LIMIT 10 FOR UPDATE SKIP LOCKED$$),
+    '^(?!.*Sort).*Index Scan using idx_taskrun_state_age', 'the claim query is an ordered scan of idx_taskrun_state_age, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.task_run WHERE state = 'running' AND lease_expires_at < now()
+    ORDER BY lease_expires_at LIMIT 1000$$),
+    '^(?!.*Sort).*Index Scan using idx_taskrun_lease_expiry', 'the reaper query is an ordered scan of idx_taskrun_lease_expiry');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.outbox_message WHERE published_at IS NULL ORDER BY created_at LIMIT 100
+    FOR UPDATE SKIP LOCKED$$),
+    '^(?!.*Sort).*Index Scan using idx_outbox_pending', 'the outbox drain is an ordered scan of idx_outbox_pending');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.workflow_run WHERE workflow_id = '00000000-0000-0000-0000-000000000000'
+    ORDER BY created_at DESC LIMIT 50$$),
+    '^(?!.*Sort).*Index Scan using idx_wfrun_wf_recent', 'the last N runs of a workflow read idx_wfrun_wf_recent, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.workflow_run WHERE state = 'running' AND created_at < now() - interval '1 hour'$$),
+    'Index Scan using idx_wfrun_state_age', 'the stuck-run sweep reads idx_wfrun_state_age');
+SELECT matches(pg_temp.plan_of($$
+    SELECT state, count(*) FROM flowforge.task_run WHERE workflow_run_id = '00000000-0000-0000-0000-000000000000'
+    GROUP BY state$$),
+    'Index (Only )?Scan using idx_taskrun_run_state', 'run progress reads idx_taskrun_run_state');
+SELECT matches(pg_temp.plan_of($$
+    SELECT kind FROM flowforge.task_run_event WHERE task_run_id = '00000000-0000-0000-0000-000000000000'
+    ORDER BY created_at$$),
+    '^(?!.*Sort).*Index Scan using idx_event_taskrun_created', 'a task run''s events read idx_event_taskrun_created, no sort');
+
+SELECT * FROM finish();
+ROLLBACK;
