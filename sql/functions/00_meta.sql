@@ -13,6 +13,7 @@ COMMENT ON FUNCTION flowforge.now() IS
 CREATE OR REPLACE FUNCTION flowforge.schema_version() RETURNS text
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_version text;

@@ -16,6 +16,7 @@
 CREATE OR REPLACE FUNCTION flowforge._caller(OUT organization_id uuid, OUT role text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_user constant name := session_user;
@@ -56,10 +57,19 @@ COMMENT ON FUNCTION flowforge._caller() IS
   'membership, or (superuser / flowforge_owner) the default organization as owner. Errors: FF008 gateway not '
   'authenticated in this transaction; FF007 the login role belongs to no organization.';
 
+-- Inside an API call the organization is resolved once, by _authorize, and
+-- kept in flowforge.caller_org for the rest of that call: every SECURITY
+-- DEFINER function pins flowforge.caller_org = '' in its SET clause, so the
+-- value a caller may SET is discarded on entry and whatever _authorize stores
+-- is discarded on exit. Outside an API call nothing trusts the setting (no
+-- runtime role can read a tenant table directly). Plain SQL, no SET clause:
+-- the planner inlines it into each RLS policy's InitPlan.
 CREATE OR REPLACE FUNCTION flowforge.current_organization() RETURNS uuid
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$ SELECT c.organization_id FROM flowforge._caller() c $$;
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(NULLIF(pg_catalog.current_setting('flowforge.caller_org', true), '')::uuid,
+                    (SELECT c.organization_id FROM flowforge._caller() c))
+$$;
 COMMENT ON FUNCTION flowforge.current_organization() IS
   'current_organization() -> uuid. The organization the caller acts in (see _caller): every API function and every '
   'RLS policy of a tenant table scopes by it. Errors: FF007 no membership; FF008 gateway not authenticated.';
@@ -84,11 +94,14 @@ BEGIN
         RAISE EXCEPTION 'permission denied: this needs the % role, % has %', p_min_role, session_user, v_caller.role
             USING ERRCODE = 'FF007', HINT = 'Ask an organization admin for a role with more rights.';
     END IF;
+    -- Cache for the rest of this API call (see current_organization).
+    PERFORM set_config('flowforge.caller_org', v_caller.organization_id::text, true);
     RETURN v_caller.organization_id;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._authorize(text) IS
-  'Internal: the caller''s organization if its membership role is at least p_min_role; FF007 otherwise.';
+  'Internal: the caller''s organization if its membership role is at least p_min_role (FF007 otherwise); stores it in '
+  'flowforge.caller_org for the rest of the calling API function.';
 
 -- Whoever may manage organizations themselves: superusers and the schema owner's members.
 CREATE OR REPLACE FUNCTION flowforge._is_operator() RETURNS boolean
@@ -107,6 +120,7 @@ CREATE OR REPLACE FUNCTION flowforge._audit(p_organization_id uuid, p_action tex
 RETURNS void
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
     INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, entity_id, fields, created_at)
     VALUES (p_organization_id,
@@ -145,6 +159,7 @@ COMMENT ON FUNCTION flowforge._check_size(jsonb, text) IS
 CREATE OR REPLACE FUNCTION flowforge.create_organization(slug text, name text) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_id uuid;
@@ -204,6 +219,7 @@ CREATE OR REPLACE FUNCTION flowforge.add_member(organization text, member name, 
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org uuid := flowforge._administered_organization(add_member.organization);
@@ -240,6 +256,7 @@ COMMENT ON FUNCTION flowforge.add_member(text, name, text) IS
 CREATE OR REPLACE FUNCTION flowforge.remove_member(organization text, member name) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org uuid := flowforge._administered_organization(remove_member.organization);
@@ -261,6 +278,7 @@ CREATE OR REPLACE FUNCTION flowforge.create_api_key(organization text, name text
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org uuid := flowforge._administered_organization(create_api_key.organization);
@@ -291,6 +309,7 @@ COMMENT ON FUNCTION flowforge.create_api_key(text, text, text) IS
 CREATE OR REPLACE FUNCTION flowforge.revoke_api_key(prefix text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_key record;
@@ -315,6 +334,7 @@ COMMENT ON FUNCTION flowforge.revoke_api_key(text) IS
 CREATE OR REPLACE FUNCTION flowforge.authenticate(api_key text) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_key record;

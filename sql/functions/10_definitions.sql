@@ -292,6 +292,7 @@ COMMENT ON FUNCTION flowforge._normalize_spec(jsonb) IS
 CREATE OR REPLACE FUNCTION flowforge.define_workflow(spec jsonb) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');

@@ -12,6 +12,7 @@ CREATE OR REPLACE FUNCTION flowforge.start_run(workflow text, input jsonb DEFAUL
 RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
@@ -108,6 +109,7 @@ COMMENT ON FUNCTION flowforge.start_run(text, jsonb, text) IS
 CREATE OR REPLACE FUNCTION flowforge.cancel_run(run_id uuid, reason text DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
@@ -165,6 +167,7 @@ COMMENT ON FUNCTION flowforge.cancel_run(uuid, text) IS
 CREATE OR REPLACE FUNCTION flowforge.retry_run(run_id uuid) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
@@ -241,6 +244,7 @@ RETURNS TABLE (seq bigint, created_at timestamptz, task_run_id uuid, task_key te
                from_state text, to_state text, attempt integer, fencing_token bigint, detail jsonb)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 #variable_conflict use_column
 DECLARE

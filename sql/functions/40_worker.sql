@@ -27,6 +27,7 @@ RETURNS TABLE (task_run_id uuid, workflow_run_id uuid, task_key text, attempt in
                fencing_token bigint, input jsonb, lease_expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -85,7 +86,7 @@ BEGIN
             lease_owner = claim.worker,
             lease_expires_at = v_now + CASE WHEN tr.timeout < claim.lease THEN tr.timeout ELSE claim.lease END,
             started_at = v_now
-        WHERE tr.id = ANY (v_ids) AND tr.state = 'ready'
+        WHERE tr.id = ANY (v_ids)  -- locked by the pick above: still ready
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
                   tr.fencing_token, tr.lease_expires_at
     ), events AS (
@@ -114,6 +115,7 @@ CREATE OR REPLACE FUNCTION flowforge.heartbeat(task_run_id uuid, fencing_token b
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
@@ -149,6 +151,7 @@ CREATE OR REPLACE FUNCTION flowforge.complete(task_run_id uuid, fencing_token bi
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
@@ -188,6 +191,7 @@ CREATE OR REPLACE FUNCTION flowforge.fail(task_run_id uuid, fencing_token bigint
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');

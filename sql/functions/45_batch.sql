@@ -10,6 +10,7 @@ CREATE OR REPLACE FUNCTION flowforge.complete_many(task_run_ids uuid[], fencing_
 RETURNS TABLE (task_run_id uuid, outcome text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 #variable_conflict use_column
 DECLARE

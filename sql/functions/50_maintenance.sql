@@ -3,6 +3,7 @@
 CREATE OR REPLACE FUNCTION flowforge.reap_expired_leases(max_rows integer DEFAULT 1000) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_now constant timestamptz := flowforge.now();
@@ -72,6 +73,7 @@ COMMENT ON FUNCTION flowforge.reap_expired_leases(integer) IS
 CREATE OR REPLACE FUNCTION flowforge.tick() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_reaped integer;

@@ -124,6 +124,7 @@ CREATE OR REPLACE FUNCTION flowforge.configure_queue(name text, exchange text DE
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
@@ -168,6 +169,7 @@ CREATE OR REPLACE FUNCTION flowforge.take_outbox(batch integer DEFAULT 100)
 RETURNS TABLE (id uuid, exchange text, routing_key text, message_id text, payload jsonb, created_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -193,6 +195,7 @@ COMMENT ON FUNCTION flowforge.take_outbox(integer) IS
 CREATE OR REPLACE FUNCTION flowforge.mark_published(ids uuid[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_marked integer;

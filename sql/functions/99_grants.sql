@@ -29,7 +29,7 @@ END;
 $$;
 
 -- Everyone who uses FlowForge: the clock, the caller's organization, the schema version.
-GRANT EXECUTE ON FUNCTION flowforge.now(), flowforge.current_organization(), flowforge.schema_version()
+GRANT EXECUTE ON FUNCTION flowforge.now(), flowforge.current_organization(), flowforge._caller(), flowforge.schema_version()
     TO flowforge_app, flowforge_worker, flowforge_daemon, flowforge_gateway, flowforge_readonly;
 
 -- The application API (the functions check the membership role themselves).

@@ -58,6 +58,8 @@ CREATE TABLE flowforge.task_dependency (
     task_id             uuid NOT NULL,
     depends_on_task_id  uuid NOT NULL,
     CONSTRAINT task_dependency_pkey PRIMARY KEY (task_id, depends_on_task_id),
+    CONSTRAINT task_dependency_organization_fkey FOREIGN KEY (organization_id)
+        REFERENCES flowforge.organization (id) ON DELETE RESTRICT,
     CONSTRAINT task_dependency_workflow_fkey FOREIGN KEY (workflow_id)
         REFERENCES flowforge.workflow (id) ON DELETE CASCADE,
     CONSTRAINT task_dependency_task_fkey FOREIGN KEY (task_id)
@@ -68,6 +70,8 @@ CREATE TABLE flowforge.task_dependency (
 );
 -- Completing a task releases its dependents: "which tasks wait on this one?"
 CREATE INDEX idx_taskdep_depends_on ON flowforge.task_dependency (depends_on_task_id);
+-- Serves the cascade when a workflow version is deleted.
+CREATE INDEX idx_taskdep_workflow ON flowforge.task_dependency (workflow_id);
 
 CREATE TABLE flowforge.scheduled_trigger (
     id               uuid        NOT NULL DEFAULT gen_random_uuid(),

@@ -107,6 +107,8 @@ CREATE TABLE flowforge.idempotency_key (
         REFERENCES flowforge.organization (id) ON DELETE CASCADE,
     CONSTRAINT idempotency_key_not_blank CHECK (length(key) >= 1)
 );
+-- Serves the cascade when a run is deleted.
+CREATE INDEX idx_idempotency_run ON flowforge.idempotency_key (workflow_run_id);
 
 CREATE TABLE flowforge.outbox_message (
     id                      uuid         NOT NULL DEFAULT gen_random_uuid(),
@@ -131,6 +133,8 @@ CREATE TABLE flowforge.outbox_message (
     CONSTRAINT outbox_payload_is_object CHECK (jsonb_typeof(payload) = 'object')
 );
 CREATE INDEX idx_outbox_pending ON flowforge.outbox_message (created_at) WHERE published_at IS NULL;
+-- Serves the cascade when a run is deleted.
+CREATE INDEX idx_outbox_run ON flowforge.outbox_message (workflow_run_id);
 
 -- History: one row per transition, appended in the transaction that made it.
 -- No foreign key to task_run / workflow_run on purpose: history must outlive a

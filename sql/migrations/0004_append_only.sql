@@ -15,7 +15,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge.refuse_history_change() IS
-  'Trigger function: refuses UPDATE, DELETE and TRUNCATE on append-only history tables (SQLSTATE FF005).';
+  'Trigger function: refuses UPDATE, DELETE and TRUNCATE on append-only history tables (SQLSTATE FF011).';
 
 CREATE TRIGGER audit_log_append_only
     BEFORE UPDATE OR DELETE ON flowforge.audit_log
@@ -29,3 +29,10 @@ CREATE TRIGGER task_run_event_append_only
 CREATE TRIGGER task_run_event_no_truncate
     BEFORE TRUNCATE ON flowforge.task_run_event
     FOR EACH STATEMENT EXECUTE FUNCTION flowforge.refuse_history_change();
+
+-- ALWAYS: also under session_replication_role = replica, which would otherwise
+-- switch ordinary triggers off without any DDL.
+ALTER TABLE flowforge.audit_log ENABLE ALWAYS TRIGGER audit_log_append_only;
+ALTER TABLE flowforge.audit_log ENABLE ALWAYS TRIGGER audit_log_no_truncate;
+ALTER TABLE flowforge.task_run_event ENABLE ALWAYS TRIGGER task_run_event_append_only;
+ALTER TABLE flowforge.task_run_event ENABLE ALWAYS TRIGGER task_run_event_no_truncate;

@@ -181,6 +181,7 @@ SELECT results_eq(
              ('flowforge.task',              'task_organization_fkey',              'r', false, false),
              ('flowforge.task',              'task_workflow_fkey',                  'c', false, false),
              ('flowforge.task_dependency',   'task_dependency_depends_on_fkey',     'c', false, false),
+             ('flowforge.task_dependency',   'task_dependency_organization_fkey',   'r', false, false),
              ('flowforge.task_dependency',   'task_dependency_task_fkey',           'c', false, false),
              ('flowforge.task_dependency',   'task_dependency_workflow_fkey',       'c', false, false),
              ('flowforge.task_run',          'task_run_organization_fkey',          'r', false, false),

@@ -4,7 +4,7 @@
 -- nobody can name a query for should not exist (docs/data-model.md).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(50);
+SELECT plan(53);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -74,6 +74,15 @@ SELECT is(pg_temp.indexdef('idx_audit_org_created'),
 SELECT is(pg_temp.indexdef('idx_taskdep_depends_on'),
     'CREATE INDEX idx_taskdep_depends_on ON flowforge.task_dependency USING btree (depends_on_task_id)',
     'idx_taskdep_depends_on: which tasks wait on this one (release and skip)');
+SELECT is(pg_temp.indexdef('idx_taskdep_workflow'),
+    'CREATE INDEX idx_taskdep_workflow ON flowforge.task_dependency USING btree (workflow_id)',
+    'idx_taskdep_workflow: the cascade when a workflow version is deleted');
+SELECT is(pg_temp.indexdef('idx_idempotency_run'),
+    'CREATE INDEX idx_idempotency_run ON flowforge.idempotency_key USING btree (workflow_run_id)',
+    'idx_idempotency_run: the cascade when a run is deleted');
+SELECT is(pg_temp.indexdef('idx_outbox_run'),
+    'CREATE INDEX idx_outbox_run ON flowforge.outbox_message USING btree (workflow_run_id)',
+    'idx_outbox_run: the cascade when a run is deleted');
 SELECT is(pg_temp.indexdef('task_dependency_pkey'),
     'CREATE UNIQUE INDEX task_dependency_pkey ON flowforge.task_dependency USING btree (task_id, depends_on_task_id)',
     'task_dependency_pkey: (task_id, depends_on_task_id) — also a task''s upstream edges');
@@ -109,16 +118,16 @@ SELECT indexes_are('flowforge', 'api_key', ARRAY['api_key_pkey', 'uniq_api_key_p
 SELECT indexes_are('flowforge', 'audit_log', ARRAY['audit_log_pkey', 'idx_audit_org_created']);
 SELECT indexes_are('flowforge', 'workflow', ARRAY['workflow_pkey', 'uniq_workflow_name_version']);
 SELECT indexes_are('flowforge', 'task', ARRAY['task_pkey', 'uniq_task_workflow_key']);
-SELECT indexes_are('flowforge', 'task_dependency', ARRAY['task_dependency_pkey', 'idx_taskdep_depends_on']);
+SELECT indexes_are('flowforge', 'task_dependency', ARRAY['task_dependency_pkey', 'idx_taskdep_depends_on', 'idx_taskdep_workflow']);
 SELECT indexes_are('flowforge', 'scheduled_trigger', ARRAY['scheduled_trigger_pkey', 'uniq_scheduled_trigger_org_name', 'idx_trigger_due']);
 SELECT indexes_are('flowforge', 'workflow_run', ARRAY[
     'workflow_run_pkey', 'idx_wfrun_wf_recent', 'idx_wfrun_state_age', 'idx_wfrun_org_recent']);
 SELECT indexes_are('flowforge', 'task_run', ARRAY[
     'task_run_pkey', 'uniq_taskrun_per_run_task', 'idx_taskrun_state_age', 'idx_taskrun_run_state',
     'idx_taskrun_lease_expiry', 'idx_taskrun_task']);
-SELECT indexes_are('flowforge', 'idempotency_key', ARRAY['idempotency_key_pkey']);
+SELECT indexes_are('flowforge', 'idempotency_key', ARRAY['idempotency_key_pkey', 'idx_idempotency_run']);
 SELECT indexes_are('flowforge', 'outbox_message', ARRAY[
-    'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending']);
+    'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending', 'idx_outbox_run']);
 SELECT indexes_are('flowforge', 'task_run_event', ARRAY[
     'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level']);
 SELECT indexes_are('flowforge', 'queue', ARRAY['queue_pkey', 'idx_queue_push']);

@@ -138,7 +138,7 @@ CREATE POLICY ff_test_all ON flowforge.task_run_event FOR ALL TO ff_test_history
     USING (true) WITH CHECK (true);
 
 SELECT is(pg_temp.as_role('ff_test_history_owner', $$INSERT INTO flowforge.audit_log (organization_id, actor, action, entity)
-                          VALUES (flowforge.current_organization(), 'owner', 'create', 'workflow')$$),
+                          VALUES ('00000000-0000-0000-0000-000000000001', 'owner', 'create', 'workflow')$$),
           'accepted', 'non-superuser owner: INSERT into audit_log works');
 SELECT is(pg_temp.as_role('ff_test_history_owner', $$UPDATE flowforge.audit_log SET actor = 'x'$$), 'FF011',
           'non-superuser owner: UPDATE of audit_log is refused');
@@ -153,11 +153,9 @@ SELECT is(pg_temp.as_role('ff_test_history_writer', $$TRUNCATE flowforge.audit_l
 SELECT is(current_user::text, session_user::text, 'back to the session role after the role probes');
 
 -- ---------------------------------------------------------------------------
--- Known gap: session_replication_role = replica skips ordinary triggers, so a
--- superuser can edit history without any DDL. Migration 0004 should mark the
--- four triggers ENABLE ALWAYS; until it does these are TODO.
+-- session_replication_role = replica skips ordinary triggers, so a superuser
+-- could edit history without any DDL; 0004 marks the four triggers ENABLE ALWAYS.
 -- ---------------------------------------------------------------------------
-SELECT todo('0004: ALTER TABLE ... ENABLE ALWAYS TRIGGER for the append-only triggers', 1);
 SELECT throws_ok($q$DO $do$ BEGIN
                      SET LOCAL session_replication_role = replica;
                      DELETE FROM flowforge.audit_log;
