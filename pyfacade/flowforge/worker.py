@@ -121,7 +121,11 @@ class _Job:
     lease_expires_at: datetime | None = None
     last_beat: float = field(default_factory=time.monotonic)
     lease_lost: threading.Event = field(default_factory=threading.Event)
-    deliveries: list = field(default_factory=list)  # (channel, delivery_tag) of push messages to ack
+    deliveries: list = field(default_factory=list)  # (connection, channel, delivery_tag) to ack
+
+    @property
+    def key(self) -> tuple[uuid.UUID, int]:
+        return (self.task_run_id, self.fencing_token)
 
 
 class Context:
@@ -275,7 +279,9 @@ class Worker:
         self._done = threading.Event()      # run() returned
         self._wake = threading.Event()      # something to claim, or capacity freed
         self._lock = threading.Lock()
-        self._inflight: dict[uuid.UUID, _Job] = {}
+        # Keyed by (task_run_id, fencing_token): a reaped task can come back to this
+        # worker as a new generation while the old handler still runs.
+        self._inflight: dict[tuple[uuid.UUID, int], _Job] = {}
         self._pending = 0                   # jobs submitted and not finished (pull and push)
         self._jobs: _queue.Queue = _queue.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -471,7 +477,7 @@ class Worker:
         with self._lock:
             self._pending += 1
             if job.owned:
-                self._inflight[job.task_run_id] = job
+                self._inflight[job.key] = job
         self._jobs.put(job)
 
     def _drain(self) -> None:
@@ -500,8 +506,8 @@ class Worker:
             finally:
                 with self._lock:
                     self._pending -= 1
-                    if self._inflight.get(job.task_run_id) is job:
-                        del self._inflight[job.task_run_id]
+                    if self._inflight.get(job.key) is job:
+                        del self._inflight[job.key]
                 self._wake.set()
                 if job.push:
                     self._ack(job)
@@ -657,13 +663,13 @@ class Worker:
             return False
         job.last_beat = time.monotonic()
         with self._lock:
-            existing = self._inflight.get(job.task_run_id)
-            if existing is not None and existing.fencing_token == job.fencing_token:
+            existing = self._inflight.get(job.key)
+            if existing is not None:
                 existing.deliveries.extend(job.deliveries)  # redelivered while we run it: ack with it
                 job.deliveries = []
                 return False
             job.owned = True
-            self._inflight[job.task_run_id] = job
+            self._inflight[job.key] = job
         return True
 
     def _push_thread(self) -> None:
