@@ -62,13 +62,22 @@ COMMENT ON FUNCTION flowforge._caller() IS
 -- DEFINER function pins flowforge.caller_org = '' in its SET clause, so the
 -- value a caller may SET is discarded on entry and whatever _authorize stores
 -- is discarded on exit. Outside an API call nothing trusts the setting (no
--- runtime role can read a tenant table directly). Plain SQL, no SET clause:
--- the planner inlines it into each RLS policy's InitPlan.
+-- runtime role can read a tenant table directly). Plain SQL, no SET clause and
+-- no sub-select: the planner inlines it into each RLS policy's InitPlan, so a
+-- policy costs one current_setting() per statement.
+CREATE OR REPLACE FUNCTION flowforge._caller_organization() RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$ SELECT c.organization_id FROM flowforge._caller() c $$;
+COMMENT ON FUNCTION flowforge._caller_organization() IS
+  'Internal: the organization part of _caller(), resolved afresh.';
+
 CREATE OR REPLACE FUNCTION flowforge.current_organization() RETURNS uuid
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(NULLIF(pg_catalog.current_setting('flowforge.caller_org', true), '')::uuid,
-                    (SELECT c.organization_id FROM flowforge._caller() c))
+                    flowforge._caller_organization())
 $$;
 COMMENT ON FUNCTION flowforge.current_organization() IS
   'current_organization() -> uuid. The organization the caller acts in (see _caller): every API function and every '
@@ -77,14 +86,12 @@ COMMENT ON FUNCTION flowforge.current_organization() IS
 -- Rank of a membership role, for "at least" checks.
 CREATE OR REPLACE FUNCTION flowforge._role_rank(p_role text) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$ SELECT array_position(ARRAY['viewer', 'member', 'admin', 'owner'], p_role) $$;
 COMMENT ON FUNCTION flowforge._role_rank(text) IS 'Internal: viewer 1, member 2, admin 3, owner 4; NULL otherwise.';
 
 -- The caller's organization, provided its role is at least p_min_role.
 CREATE OR REPLACE FUNCTION flowforge._authorize(p_min_role text) RETURNS uuid
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_caller record;
@@ -137,7 +144,6 @@ COMMENT ON FUNCTION flowforge._audit(uuid, text, text, text, text[]) IS
 -- Refuse a JSON document larger than the installation's limit.
 CREATE OR REPLACE FUNCTION flowforge._check_size(p_value jsonb, p_what text) RETURNS void
 LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_limit integer;

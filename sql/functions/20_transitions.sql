@@ -1,6 +1,10 @@
 -- Transitions shared by the run and worker families: what happens around a
 -- task's state change (dependents released or skipped, the run's counters
--- settled, a refused write explained). Internal: not granted to anyone.
+-- settled, a refused write explained). Internal: executable only by the two
+-- owner roles, reached only from SECURITY DEFINER API functions, whose pinned
+-- search_path they run under; the hot ones carry no SET clause of their own
+-- (its save/restore would cost more than their work) and name everything
+-- schema-qualified.
 --
 -- Lock order, everywhere: the workflow_run row first, then its task_run rows.
 -- claim and heartbeat touch only task rows and never wait on a run, so no
@@ -11,7 +15,6 @@
 -- every database user can LISTEN.
 CREATE OR REPLACE FUNCTION flowforge._notify_ready() RETURNS void
 LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pg_notify('flowforge_ready', '') $$;
 COMMENT ON FUNCTION flowforge._notify_ready() IS
   'Internal: NOTIFY flowforge_ready with an empty payload (delivered at commit, folded to one per transaction).';
@@ -57,7 +60,6 @@ COMMENT ON FUNCTION flowforge._refuse_task_write(uuid, bigint, text) IS
 -- run id, or NULL when the task run does not exist in this organization.
 CREATE OR REPLACE FUNCTION flowforge._lock_run_of(p_task_run_id uuid) RETURNS uuid
 LANGUAGE sql VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT r.id
     FROM flowforge.workflow_run r
@@ -74,7 +76,6 @@ COMMENT ON FUNCTION flowforge._lock_run_of(uuid) IS
 CREATE OR REPLACE FUNCTION flowforge._release_dependents(p_run_id uuid, p_task_id uuid, p_now timestamptz)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_ready integer;
@@ -147,7 +148,6 @@ COMMENT ON FUNCTION flowforge._skip_dependents(uuid, uuid, timestamptz) IS
 CREATE OR REPLACE FUNCTION flowforge._settle_run(p_run_id uuid, p_finished integer, p_failed integer, p_now timestamptz)
 RETURNS varchar
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_run record;
@@ -179,7 +179,6 @@ COMMENT ON FUNCTION flowforge._settle_run(uuid, integer, integer, timestamptz) I
 CREATE OR REPLACE FUNCTION flowforge._after_task_stopped(p_run_id uuid, p_task_id uuid, p_new_state varchar, p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_skipped integer;
@@ -202,7 +201,6 @@ COMMENT ON FUNCTION flowforge._after_task_stopped(uuid, uuid, varchar, timestamp
 CREATE OR REPLACE FUNCTION flowforge._backoff(p_backoff interval, p_factor numeric, p_max interval, p_attempt integer)
 RETURNS interval
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT least(extract(epoch FROM p_backoff)::float8 * power(p_factor::float8, least(p_attempt - 1, 60)),
                  extract(epoch FROM p_max)::float8) * interval '1 second'

@@ -11,7 +11,6 @@
 
 CREATE OR REPLACE FUNCTION flowforge._check_lease(p_lease interval) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF p_lease IS NULL OR p_lease < interval '1 second' OR p_lease > interval '1 day' THEN
@@ -97,10 +96,9 @@ BEGIN
         FROM claimed c
     )
     SELECT c.id, c.workflow_run_id, c.task_key::text, c.attempt, c.fencing_token,
-           flowforge._task_input(r.input, c.workflow_run_id, c.task_id),
+           flowforge._task_input(c.workflow_run_id, c.task_id),
            c.lease_expires_at
-    FROM claimed c
-    JOIN flowforge.workflow_run r ON r.id = c.workflow_run_id;
+    FROM claimed c;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.claim(text[], text, interval, integer) IS

@@ -13,7 +13,6 @@
 
 CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_ids uuid[], p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_written integer;
@@ -37,10 +36,9 @@ BEGIN
                jsonb_build_object('task_run_id', d.id, 'fencing_token', d.fencing_token, 'attempt', d.attempt,
                                   'workflow_run_id', d.workflow_run_id, 'task_key', d.task_key,
                                   'organization_id', d.organization_id,
-                                  'input', flowforge._task_input(r.input, d.workflow_run_id, d.task_id)),
+                                  'input', flowforge._task_input(d.workflow_run_id, d.task_id)),
                d.fencing_token, d.attempt, p_now
         FROM dispatched d
-        JOIN flowforge.workflow_run r ON r.id = d.workflow_run_id
         ON CONFLICT ON CONSTRAINT uniq_outbox_per_taskrun_generation DO NOTHING
         RETURNING task_run_id
     ), events AS (
@@ -65,7 +63,6 @@ COMMENT ON FUNCTION flowforge._dispatch_rows(uuid[], timestamptz) IS
 -- Ready, due push tasks of one run (start, dependents released, retry).
 CREATE OR REPLACE FUNCTION flowforge._dispatch_run(p_run_id uuid, p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_ids uuid[];

@@ -9,7 +9,7 @@ DO $$
 DECLARE
     v_function regprocedure;
     v_system_owned constant text[] := ARRAY[
-        'flowforge._caller()', 'flowforge.current_organization()', 'flowforge._audit(uuid,text,text,text,text[])',
+        'flowforge._caller()', 'flowforge._caller_organization()', 'flowforge._audit(uuid,text,text,text,text[])',
         'flowforge.schema_version()', 'flowforge.create_organization(text,text)', 'flowforge.add_member(text,name,text)',
         'flowforge.remove_member(text,name)', 'flowforge.create_api_key(text,text,text)',
         'flowforge.revoke_api_key(text)', 'flowforge.authenticate(text)', 'flowforge.tick()',
@@ -29,7 +29,8 @@ END;
 $$;
 
 -- Everyone who uses FlowForge: the clock, the caller's organization, the schema version.
-GRANT EXECUTE ON FUNCTION flowforge.now(), flowforge.current_organization(), flowforge._caller(), flowforge.schema_version()
+GRANT EXECUTE ON FUNCTION flowforge.now(), flowforge.current_organization(), flowforge._caller(), flowforge._caller_organization(),
+                  flowforge.schema_version()
     TO flowforge_app, flowforge_worker, flowforge_daemon, flowforge_gateway, flowforge_readonly;
 
 -- The application API (the functions check the membership role themselves).
