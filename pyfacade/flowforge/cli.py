@@ -29,6 +29,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("flowforge.commands.workflow", "workflow"),
     ("flowforge.commands.run", "run"),
     ("flowforge.commands.queue", "queue"),
+    ("flowforge.commands.daemon", "daemon"),
 )
 
 EXIT_ERROR = 1

@@ -37,6 +37,31 @@ EMBEDDED_DATABASE_EXISTS = "SELECT 1 FROM pg_catalog.pg_database WHERE datname =
 
 CREATE_EMBEDDED_DATABASE = "CREATE DATABASE flowforge"
 
+# --- daemon: outbox drain and timer (sql/functions/60_push.sql, 50_maintenance.sql) ---
+
+# The daemon's work session bounds everything it does, so a hung broker or a
+# lock queue cannot hold outbox row locks or an open transaction for long.
+# Values are set with set_config() so they travel as bind parameters.
+DAEMON_SESSION_SETTINGS = """
+SELECT set_config('statement_timeout', %(statement_timeout)s, false),
+       set_config('lock_timeout', %(lock_timeout)s, false),
+       set_config('idle_in_transaction_session_timeout', %(idle_in_transaction_timeout)s, false)
+"""
+
+# The channel flowforge._dispatch_rows notifies (once per transaction that wrote outbox rows).
+LISTEN_OUTBOX = "LISTEN flowforge_outbox"
+
+# Oldest unpublished rows, locked FOR UPDATE SKIP LOCKED until this transaction
+# ends.  payload::text: the body is sent exactly as the database wrote it.
+TAKE_OUTBOX = """
+SELECT id, exchange, routing_key, message_id, payload::text
+  FROM flowforge.take_outbox(%(batch)s)
+"""
+
+MARK_PUBLISHED = "SELECT flowforge.mark_published(%(ids)s::uuid[])"
+
+TICK = "SELECT flowforge.tick()"
+
 # --- the SQL API: definitions and runs (CLI, demo) ---------------------------
 # Each is one call of a documented API function (see its COMMENT ON FUNCTION).
 # jsonb values are passed as psycopg Jsonb, uuids as uuid.UUID, intervals as
@@ -59,7 +84,7 @@ CONFIGURE_QUEUE = """
 SELECT flowforge.configure_queue(%(name)s, %(exchange)s, %(routing_key)s, %(dispatch_lease)s)
 """
 
-TICK = "SELECT flowforge.tick()"
+# (TICK: see the daemon section above)
 
 # --- the SQL API: the worker protocol (worker SDK) -----------------------------
 

@@ -1,0 +1,448 @@
+"""The outbox daemon against real PostgreSQL and a real RabbitMQ (127.0.0.1:5672).
+
+The daemon runs as a subprocess (``python -m flowforge.cli daemon``) against a
+fresh migrated database per test.  Each test declares its own exchange (a
+unique name) and an exclusive queue bound to it with ``#``, configures a push
+queue to that exchange, and consumes in the test process.
+
+Every wait polls against a deadline; nothing sleeps for a fixed time hoping
+something happened.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import pika
+import pika.exceptions
+import psycopg
+import pytest
+
+AMQP_URL_ENV = "FLOWFORGE_TEST_AMQP_URL"
+DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+PUSH_QUEUE = "pushq"
+DAEMON_APP_PREFIX = "flowforge-daemon"
+
+
+# --- broker -----------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def amqp_url() -> str:
+    url = os.environ.get(AMQP_URL_ENV) or DEFAULT_AMQP_URL
+    params = pika.URLParameters(url)
+    params.socket_timeout = params.stack_timeout = 5
+    params.connection_attempts = 1
+    try:
+        pika.BlockingConnection(params).close()
+    except (pika.exceptions.AMQPError, OSError) as exc:
+        pytest.fail(f"test RabbitMQ not reachable at {url} ({AMQP_URL_ENV}): {exc!r}", pytrace=False)
+    return url
+
+
+class Received:
+    """One delivered message."""
+
+    def __init__(self, method, props, body: bytes):
+        self.message_id = props.message_id
+        self.content_type = props.content_type
+        self.delivery_mode = props.delivery_mode
+        self.routing_key = method.routing_key
+        self.payload = json.loads(body)
+
+
+class Broker:
+    """A unique durable topic exchange and an exclusive queue bound to it with '#'."""
+
+    def __init__(self, url: str):
+        self.exchange = f"fftest.{uuid.uuid4().hex[:12]}"
+        self._conn = pika.BlockingConnection(pika.URLParameters(url))
+        self._ch = self._conn.channel()
+        self._ch.exchange_declare(self.exchange, exchange_type="topic", durable=True)
+        self.queue = self._ch.queue_declare("", exclusive=True).method.queue
+        self._ch.queue_bind(self.queue, self.exchange, routing_key="#")
+        self._ch.basic_qos(prefetch_count=200)
+        self._consumer = None
+        self.received: list[Received] = []
+
+    def consume(self, handler: Callable[[Received], None] | None = None, *, until: Callable[[], bool],
+                timeout: float, idle: float = 0.1) -> None:
+        """Take messages (handler each, then ack) until ``until()`` holds; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        if self._consumer is None:
+            self._consumer = self._ch.consume(self.queue, inactivity_timeout=idle)
+        while True:
+            if until():
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout}s; received {len(self.received)} message(s)")
+            method, props, body = next(self._consumer)
+            if method is None:
+                continue
+            message = Received(method, props, body)
+            self.received.append(message)
+            if handler is not None:
+                handler(message)
+            self._ch.basic_ack(method.delivery_tag)
+
+    def settle(self, quiet: float = 0.5, timeout: float = 15) -> None:
+        """Consume until no message arrived for ``quiet`` seconds (the broker has handed over everything)."""
+        last = {"n": len(self.received), "at": time.monotonic()}
+
+        def quiet_enough() -> bool:
+            if len(self.received) != last["n"]:
+                last["n"], last["at"] = len(self.received), time.monotonic()
+            return time.monotonic() - last["at"] >= quiet
+
+        self.consume(until=quiet_enough, timeout=timeout)
+
+    def ids(self) -> list[str]:
+        return [m.message_id for m in self.received]
+
+    def close(self) -> None:
+        try:
+            if self._consumer is not None:
+                self._ch.cancel()
+            self._ch.exchange_delete(self.exchange)
+        finally:
+            self._conn.close()
+
+
+@pytest.fixture
+def broker(amqp_url):
+    b = Broker(amqp_url)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# --- the daemon subprocess ------------------------------------------------------------
+
+class DaemonProcess:
+    def __init__(self, dsn: str, amqp_url: str, *args: str):
+        self._log = tempfile.NamedTemporaryFile("w+", prefix="ffdaemon-", suffix=".log", delete=False)
+        self.log_path = Path(self._log.name)
+        cmd = [sys.executable, "-m", "flowforge.cli", "daemon", "--dsn", dsn, "--amqp-url", amqp_url,
+               "--tick-interval", "0.2", "--poll-interval", "1", *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._log, env=os.environ.copy())
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def events(self, name: str) -> list[dict[str, str]]:
+        out = []
+        for line in self.log.splitlines():
+            fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+            if fields.get("event") == name:
+                out.append(fields)
+        return out
+
+    def wait_for_event(self, name: str, timeout: float = 15) -> None:
+        wait_until(lambda: self.events(name) or self.proc.poll() is not None, timeout, f"daemon event {name}")
+        assert self.events(name), f"daemon exited ({self.proc.returncode}) before {name}:\n{self.log}"
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def cleanup(self) -> None:
+        self.kill()
+        self._log.close()
+        self.log_path.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def daemons():
+    started: list[DaemonProcess] = []
+
+    def start(dsn: str, amqp_url: str, *args: str) -> DaemonProcess:
+        d = DaemonProcess(dsn, amqp_url, *args)
+        started.append(d)
+        return d
+
+    try:
+        yield start
+    finally:
+        for d in started:
+            d.cleanup()
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+# --- the database side ------------------------------------------------------------------
+
+def db(dsn: str) -> psycopg.Connection:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+def setup_push(dsn: str, exchange: str, *, diamond: bool = False) -> None:
+    tasks = ([{"key": "a", "queue": PUSH_QUEUE},
+              {"key": "b", "queue": PUSH_QUEUE, "depends_on": ["a"]},
+              {"key": "c", "queue": PUSH_QUEUE, "depends_on": ["a"]},
+              {"key": "d", "queue": PUSH_QUEUE, "depends_on": ["b", "c"]}]
+             if diamond else [{"key": "only", "queue": PUSH_QUEUE}])
+    with db(dsn) as conn:
+        conn.execute("SELECT flowforge.define_workflow(%s::jsonb)",
+                     (json.dumps({"name": "push", "tasks": tasks}),))
+        conn.execute("SELECT flowforge.configure_queue(%s::text, %s::text)", (PUSH_QUEUE, exchange))
+
+
+def start_runs(dsn: str, n: int) -> list[str]:
+    with db(dsn) as conn:
+        return [r[0] for r in conn.execute(
+            "SELECT flowforge.start_run('push', jsonb_build_object('i', i)) FROM generate_series(1, %s) i", (n,))]
+
+
+def outbox(dsn: str) -> tuple[set[str], set[str]]:
+    """(message ids of every outbox row, message ids of the rows marked published)."""
+    with db(dsn) as conn:
+        rows = conn.execute(
+            "SELECT task_run_id::text || ':' || fencing_token_snapshot, published_at IS NOT NULL "
+            "FROM flowforge.outbox_message").fetchall()
+    return {r[0] for r in rows}, {r[0] for r in rows if r[1]}
+
+
+def unpublished(dsn: str) -> int:
+    with db(dsn) as conn:
+        return conn.execute("SELECT count(*) FROM flowforge.outbox_message WHERE published_at IS NULL").fetchone()[0]
+
+
+def run_states(dsn: str) -> collections.Counter:
+    with db(dsn) as conn:
+        return collections.Counter(r[0] for r in conn.execute("SELECT state FROM flowforge.workflow_run"))
+
+
+class Consumer:
+    """What a push consumer does: heartbeat with the message's token (taking ownership), then complete.
+
+    A refused token (FF004 stale, FF005 not running) means a redelivered or
+    superseded message: it is just acked.
+    """
+
+    def __init__(self, dsn: str):
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        self.completed = 0
+        self.refused = 0
+
+    def __call__(self, message: Received) -> None:
+        p = message.payload
+        try:
+            with self.conn.transaction():
+                self.conn.execute("SELECT flowforge.heartbeat(%s::uuid, %s::bigint, '30 seconds')",
+                                  (p["task_run_id"], p["fencing_token"]))
+            with self.conn.transaction():
+                self.conn.execute("SELECT flowforge.complete(%s::uuid, %s::bigint, %s::jsonb)",
+                                  (p["task_run_id"], p["fencing_token"], json.dumps({"done": p["task_key"]})))
+            self.completed += 1
+        except psycopg.Error as exc:
+            if exc.sqlstate not in ("FF004", "FF005"):
+                raise
+            self.refused += 1
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def daemon_backends(dsn: str) -> int:
+    """Terminate the daemon's sessions on this test's database; return how many."""
+    dbname = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    with db(dsn) as conn:
+        return len(conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND application_name LIKE %s AND pid <> pg_backend_pid()",
+            (dbname, DAEMON_APP_PREFIX + "%")).fetchall())
+
+
+def count_daemon_backends(dsn: str) -> int:
+    dbname = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    with db(dsn) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND application_name LIKE %s",
+            (dbname, DAEMON_APP_PREFIX + "%")).fetchone()[0]
+
+
+# --- scenarios --------------------------------------------------------------------
+
+def test_push_runs_are_delivered_and_completed_by_a_consumer(migrated_dsn, broker, amqp_url, daemons):
+    setup_push(migrated_dsn, broker.exchange, diamond=True)
+    daemon = daemons(migrated_dsn, amqp_url)
+    daemon.wait_for_event("amqp_connected")
+    runs = 12
+    start_runs(migrated_dsn, runs)
+    consumer = Consumer(migrated_dsn)
+    try:
+        broker.consume(consumer, until=lambda: consumer.completed == runs * 4, timeout=30)
+    finally:
+        consumer.close()
+    wait_until(lambda: run_states(migrated_dsn) == {"succeeded": runs}, 10, "every run succeeded")
+
+    assert consumer.refused == 0
+    ids = broker.ids()
+    assert len(ids) == len(set(ids)) == runs * 4, "each task delivered exactly once"
+    all_ids, published = outbox(migrated_dsn)
+    assert set(ids) == all_ids == published
+    first = broker.received[0]
+    assert first.content_type == "application/json"
+    assert first.delivery_mode == 2
+    assert first.routing_key == PUSH_QUEUE
+    assert first.message_id == f"{first.payload['task_run_id']}:{first.payload['fencing_token']}"
+    assert set(first.payload) == {"task_run_id", "fencing_token", "attempt", "workflow_run_id", "task_key",
+                                  "organization_id", "input"}
+    # Dependents of b and c saw their upstream outputs in their input.
+    d_inputs = [m.payload["input"] for m in broker.received if m.payload["task_key"] == "d"]
+    assert all(set(i["deps"]) == {"b", "c"} for i in d_inputs)
+    assert daemon.events("published")
+    assert daemon.stop() == 0
+
+
+def test_kill_9_mid_drain_then_restart_delivers_every_generation(migrated_dsn, broker, amqp_url, daemons):
+    setup_push(migrated_dsn, broker.exchange)
+    total, batch, crashes = 800, 25, 2
+    start_runs(migrated_dsn, total)
+    all_ids, _ = outbox(migrated_dsn)
+    assert len(all_ids) == total
+
+    for crash in range(crashes):
+        daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch))
+        seen = len(broker.received)
+        broker.consume(until=lambda: len(broker.received) > seen, timeout=20)  # it is publishing now
+        daemon.kill()  # SIGKILL: no chance to finish the batch or mark anything
+        broker.settle()
+        _, published = outbox(migrated_dsn)
+        assert published <= set(broker.ids()), "a row was marked published that never reached the broker"
+        assert unpublished(migrated_dsn) > 0, f"crash {crash}: the daemon finished before the kill (test too easy)"
+
+    daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch))
+    broker.consume(until=lambda: all_ids <= set(broker.ids()), timeout=30)
+    wait_until(lambda: unpublished(migrated_dsn) == 0, 10, "every row marked published")
+    assert daemon.stop() == 0
+    broker.settle(quiet=0.3)
+
+    ids = broker.ids()
+    assert set(ids) == all_ids, "every generation delivered, nothing else"
+    duplicates = len(ids) - len(set(ids))
+    assert duplicates <= crashes * batch, f"{duplicates} duplicates for {crashes} crashes of batch {batch}"
+
+
+def test_terminated_database_connections_are_reconnected(migrated_dsn, broker, amqp_url, daemons):
+    setup_push(migrated_dsn, broker.exchange)
+    daemon = daemons(migrated_dsn, amqp_url)
+    daemon.wait_for_event("amqp_connected")
+    start_runs(migrated_dsn, 3)
+    broker.consume(until=lambda: len(set(broker.ids())) == 3, timeout=15)
+    wait_until(lambda: count_daemon_backends(migrated_dsn) == 2, 10, "listen + work sessions")
+
+    assert daemon_backends(migrated_dsn) == 2  # pg_terminate_backend on both of its sessions
+    daemon.wait_for_event("pg_disconnected")
+    start_runs(migrated_dsn, 5)
+    broker.consume(until=lambda: len(set(broker.ids())) == 8, timeout=20)
+    wait_until(lambda: unpublished(migrated_dsn) == 0, 10, "every row marked published")
+    wait_until(lambda: count_daemon_backends(migrated_dsn) == 2, 10, "both sessions back")
+    assert {e["role"] for e in daemon.events("pg_disconnected")} <= {"listen", "work"}
+    assert daemon.stop() == 0
+
+
+def test_broker_unreachable_marks_nothing_and_the_backlog_drains_later(migrated_dsn, broker, amqp_url, daemons):
+    setup_push(migrated_dsn, broker.exchange)
+    start_runs(migrated_dsn, 10)
+    bad_url = f"amqp://guest:guest@127.0.0.1:{closed_port()}/%2F"
+    down = daemons(migrated_dsn, bad_url)
+    wait_until(lambda: len(down.events("amqp_error")) >= 3, 15, "repeated amqp_error (backoff)")
+    start_runs(migrated_dsn, 5)  # more work while the broker is away
+    wait_until(lambda: len(down.events("amqp_error")) >= 4, 10, "still retrying")
+    assert unpublished(migrated_dsn) == 15
+    assert all("retry_in" in e for e in down.events("amqp_error"))
+    delays = [float(e["retry_in"]) for e in down.events("amqp_error")]
+    assert max(delays) <= 5.0 and delays[1] > delays[0] * 1.2, delays
+    assert down.stop() == 0
+    assert not down.events("published")
+
+    up = daemons(migrated_dsn, amqp_url)
+    all_ids, _ = outbox(migrated_dsn)
+    broker.consume(until=lambda: all_ids <= set(broker.ids()), timeout=20)
+    wait_until(lambda: unpublished(migrated_dsn) == 0, 10, "backlog marked published")
+    assert len(broker.ids()) == 15
+    assert up.stop() == 0
+
+
+def test_two_daemons_never_deliver_a_message_twice(migrated_dsn, broker, amqp_url, daemons):
+    setup_push(migrated_dsn, broker.exchange)
+    start_runs(migrated_dsn, 600)
+    first = daemons(migrated_dsn, amqp_url, "--batch-size", "20")
+    second = daemons(migrated_dsn, amqp_url, "--batch-size", "20")
+    for _ in range(4):  # and more work while both drain
+        start_runs(migrated_dsn, 50)
+    all_ids, _ = outbox(migrated_dsn)
+    assert len(all_ids) == 800
+    broker.consume(until=lambda: all_ids <= set(broker.ids()), timeout=40)
+    wait_until(lambda: unpublished(migrated_dsn) == 0, 10, "every row marked published")
+    assert first.stop() == 0 and second.stop() == 0
+    broker.settle(quiet=0.3)
+    ids = broker.ids()
+    dupes = [i for i, n in collections.Counter(ids).items() if n > 1]
+    assert not dupes, f"{len(dupes)} message(s) delivered twice"
+    assert len(ids) == 800
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_cleanly_with_exit_0(migrated_dsn, amqp_url, daemons, sig):
+    daemon = daemons(migrated_dsn, amqp_url)
+    daemon.wait_for_event("amqp_connected")
+    assert daemon.stop(sig) == 0
+    stopped = daemon.events("stopped")
+    assert len(stopped) == 1 and stopped[0]["signal"] == signal.Signals(sig).name
+    assert "Traceback" not in daemon.log
+
+
+def test_unmigrated_database_is_refused_with_one_line(fresh_dsn, amqp_url, daemons):
+    daemon = daemons(fresh_dsn, amqp_url)
+    assert daemon.proc.wait(timeout=20) == 2
+    lines = daemon.log.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("flowforge: error:") and "flowforge migrate" in lines[0]
+    with db(fresh_dsn) as conn:  # it never migrates by itself
+        assert conn.execute("SELECT to_regnamespace('flowforge')").fetchone()[0] is None
+
+
+def test_newer_schema_version_is_refused_with_one_line(migrated_dsn, amqp_url, daemons):
+    with db(migrated_dsn) as conn:
+        conn.execute("INSERT INTO _yoyo_migration (migration_hash, migration_id, applied_at_utc) "
+                     "VALUES (md5('future'), '9999_from_the_future', now())")
+    daemon = daemons(migrated_dsn, amqp_url)
+    assert daemon.proc.wait(timeout=20) == 2
+    lines = daemon.log.splitlines()
+    assert len(lines) == 1, lines
+    assert "9999_from_the_future" in lines[0] and "newer" in lines[0]
