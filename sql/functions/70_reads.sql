@@ -1,0 +1,161 @@
+-- Reads: what the CLI and applications show, scoped to the caller's
+-- organization (viewer rights). Tables stay private; these are the read API.
+--
+--   list_workflows() -> latest version of each workflow
+--   get_workflow(name, version) -> jsonb
+--   list_runs(workflow, state, max_rows) -> newest runs first
+--   get_run(run_id) -> jsonb with every task run
+
+CREATE OR REPLACE FUNCTION flowforge.list_workflows()
+RETURNS TABLE (name text, version integer, id uuid, kind text, tasks integer, created_at timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_org constant uuid := flowforge._authorize('viewer');
+BEGIN
+    RETURN QUERY
+    SELECT DISTINCT ON (w.name) w.name::text, w.version, w.id, w.kind::text,
+           jsonb_array_length(w.spec -> 'tasks'), w.created_at
+    FROM flowforge.workflow w
+    WHERE w.organization_id = v_org
+    ORDER BY w.name, w.version DESC;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.list_workflows() IS
+  'list_workflows() -> setof (name, version, id, kind, tasks, created_at): the latest version of every workflow of the '
+  'caller''s organization, by name. Viewer rights. Errors: FF007/FF008 as for every API call.';
+
+CREATE OR REPLACE FUNCTION flowforge.get_workflow(name text, version integer DEFAULT NULL) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('viewer');
+    v_result jsonb;
+BEGIN
+    SELECT jsonb_build_object('id', w.id, 'name', w.name, 'version', w.version, 'kind', w.kind,
+                              'created_at', w.created_at, 'spec', w.spec,
+                              'versions', (SELECT count(*) FROM flowforge.workflow v
+                                           WHERE v.organization_id = v_org AND v.name = w.name))
+    INTO v_result
+    FROM flowforge.workflow w
+    WHERE w.organization_id = v_org AND w.name = get_workflow.name
+      AND (get_workflow.version IS NULL OR w.version = get_workflow.version)
+    ORDER BY w.version DESC
+    LIMIT 1;
+    IF v_result IS NULL THEN
+        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(get_workflow.name), 'NULL')
+                        || coalesce(' version ' || get_workflow.version, '')
+            USING ERRCODE = 'FF001', HINT = 'list_workflows() shows what is defined.';
+    END IF;
+    RETURN v_result;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.get_workflow(text, integer) IS
+  'get_workflow(name text, version int default null) -> jsonb {id, name, version, kind, created_at, spec, versions}: '
+  'the given (default: latest) version with its normalized spec. Viewer rights. Errors: FF001 no such workflow.';
+
+CREATE OR REPLACE FUNCTION flowforge.list_runs(workflow text DEFAULT NULL, with_state text DEFAULT NULL, max_rows integer DEFAULT 50)
+RETURNS TABLE (id uuid, workflow_name text, version integer, state text, tasks_total integer, tasks_remaining integer,
+               tasks_failed integer, created_at timestamptz, started_at timestamptz, finished_at timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_org constant uuid := flowforge._authorize('viewer');
+BEGIN
+    IF list_runs.max_rows IS NULL OR list_runs.max_rows NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_rows must be between 1 and 10000' USING ERRCODE = 'FF003', HINT = 'The default is 50.';
+    END IF;
+    -- Newest first through idx_wfrun_org_recent; the filters apply as it scans.
+    RETURN QUERY
+    SELECT r.id, w.name::text, w.version, r.state::text, r.tasks_total, r.tasks_remaining, r.tasks_failed,
+           r.created_at, r.started_at, r.finished_at
+    FROM flowforge.workflow_run r
+    JOIN flowforge.workflow w ON w.id = r.workflow_id
+    WHERE r.organization_id = v_org
+      AND (list_runs.workflow IS NULL OR w.name = list_runs.workflow)
+      AND (list_runs.with_state IS NULL OR r.state = list_runs.with_state)
+    ORDER BY r.created_at DESC
+    LIMIT list_runs.max_rows;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.list_runs(text, text, integer) IS
+  'list_runs(workflow text default null, with_state text default null, max_rows int default 50) -> setof (id, workflow_name, '
+  'version, state, tasks_total, tasks_remaining, tasks_failed, created_at, started_at, finished_at): the caller''s '
+  'organization''s runs, newest first, optionally of one workflow and/or in one state. Viewer rights. '
+  'Errors: FF003 max_rows outside 1..10000.';
+
+CREATE OR REPLACE FUNCTION flowforge.get_run(run_id uuid) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('viewer');
+    v_result jsonb;
+BEGIN
+    SELECT jsonb_build_object(
+               'id', r.id, 'workflow', w.name, 'version', w.version, 'workflow_id', w.id, 'state', r.state,
+               'input', r.input, 'idempotency_key', r.idempotency_key, 'reason', r.reason,
+               'tasks_total', r.tasks_total, 'tasks_remaining', r.tasks_remaining, 'tasks_failed', r.tasks_failed,
+               'created_at', r.created_at, 'started_at', r.started_at, 'finished_at', r.finished_at,
+               'tasks', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                                 'id', tr.id, 'key', tr.task_key, 'queue', tr.queue, 'state', tr.state,
+                                 'attempt', tr.attempt, 'max_attempts', tr.max_attempts,
+                                 'fencing_token', tr.fencing_token, 'lease_owner', tr.lease_owner,
+                                 'lease_expires_at', tr.lease_expires_at, 'ready_at', tr.ready_at,
+                                 'remaining_deps', tr.remaining_deps, 'error', tr.error, 'output', tr.output,
+                                 'depends_on', (SELECT coalesce(jsonb_agg(up.key ORDER BY up.key), '[]'::jsonb)
+                                                FROM flowforge.task_dependency td
+                                                JOIN flowforge.task up ON up.id = td.depends_on_task_id
+                                                WHERE td.task_id = tr.task_id),
+                                 'started_at', tr.started_at, 'finished_at', tr.finished_at)
+                             ORDER BY tr.created_at, tr.task_key), '[]'::jsonb)
+                         FROM flowforge.task_run tr WHERE tr.workflow_run_id = r.id))
+    INTO v_result
+    FROM flowforge.workflow_run r
+    JOIN flowforge.workflow w ON w.id = r.workflow_id
+    WHERE r.id = get_run.run_id AND r.organization_id = v_org;
+    IF v_result IS NULL THEN
+        RAISE EXCEPTION 'run % not found', get_run.run_id
+            USING ERRCODE = 'FF001', HINT = 'Check the id; a run of another organization is not found either.';
+    END IF;
+    RETURN v_result;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.get_run(uuid) IS
+  'get_run(run_id uuid) -> jsonb: the run (state, input, counters, times) and every task run (key, queue, state, '
+  'attempt, fencing_token, lease, ready_at, remaining_deps, error, output, depends_on, times). Viewer rights. '
+  'Errors: FF001 no such run in the caller''s organization.';
+
+-- For DBAs and monitoring (flowforge_readonly, or a superuser in psql): the
+-- outbox backlog. security_invoker, so the reader's own rights and RLS apply.
+CREATE OR REPLACE VIEW flowforge.outbox_backlog WITH (security_invoker = true) AS
+SELECT m.organization_id, m.exchange, count(*) AS messages, min(m.created_at) AS oldest,
+       flowforge.now() - min(m.created_at) AS oldest_age
+FROM flowforge.outbox_message m
+WHERE m.published_at IS NULL
+GROUP BY m.organization_id, m.exchange;
+COMMENT ON VIEW flowforge.outbox_backlog IS
+  'Unpublished outbox messages per organization and exchange, with the age of the oldest (served by idx_outbox_pending).';
+
+-- Runs with their workflow name and progress, newest first.
+CREATE OR REPLACE VIEW flowforge.run_overview WITH (security_invoker = true) AS
+SELECT r.organization_id, r.id, w.name AS workflow, w.version, r.state, r.tasks_total,
+       r.tasks_total - r.tasks_remaining AS tasks_finished, r.tasks_failed,
+       r.created_at, r.started_at, r.finished_at, coalesce(r.finished_at, flowforge.now()) - r.started_at AS duration
+FROM flowforge.workflow_run r
+JOIN flowforge.workflow w ON w.id = r.workflow_id;
+COMMENT ON VIEW flowforge.run_overview IS
+  'Every run with its workflow name, version, state, progress and duration (for psql and monitoring).';
+
+GRANT SELECT ON flowforge.outbox_backlog, flowforge.run_overview TO flowforge_readonly;
+ALTER VIEW flowforge.outbox_backlog OWNER TO flowforge_owner;
+ALTER VIEW flowforge.run_overview OWNER TO flowforge_owner;
