@@ -326,6 +326,24 @@ def test_worker_arguments_are_checked():
         w.register("x", lambda ctx, input: None)
 
 
+def test_worker_survives_losing_its_connections(migrated_dsn, running):
+    define(migrated_dsn, {"name": "resilient", "tasks": [{"key": "a"}, {"key": "b", "depends_on": ["a"]}]})
+    worker = fast_worker(migrated_dsn, name="resilient-worker")
+    worker.register("a", lambda ctx, input: {"a": 1})
+    worker.register("b", lambda ctx, input: {"b": input["deps"]["a"]["a"] + 1})
+    first = start(migrated_dsn, "resilient")
+    running(worker)
+    assert wait_finished(migrated_dsn, first) == "succeeded"
+    # Every backend of the worker (listen, claim, heartbeat/complete) is killed, as in a failover.
+    killed = sql(migrated_dsn, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                               "WHERE datname = current_database() AND application_name = 'flowforge' "
+                               "AND pid <> pg_backend_pid()")[0][0]
+    assert killed >= 2
+    second = start(migrated_dsn, "resilient")
+    assert wait_finished(migrated_dsn, second, timeout=30) == "succeeded"
+    assert tasks(migrated_dsn, second)["b"]["output"] == {"b": 2}
+
+
 # --- SIGTERM to a worker process ------------------------------------------------------
 
 WORKER_APP = """
@@ -427,7 +445,8 @@ def _rabbit_available() -> bool:
 
 @pytest.mark.skipif(not _daemon_available(), reason="flowforge.daemon (the outbox publisher) has not landed yet")
 @pytest.mark.skipif(not _rabbit_available(), reason="RabbitMQ is not listening on 127.0.0.1:5672")
-def test_push_queue_worker_completes_tasks_delivered_by_the_daemon(migrated_dsn, running):
+@pytest.mark.parametrize("how", ["push_queues", "queues_configured_as_push"])
+def test_push_queue_worker_completes_tasks_delivered_by_the_daemon(migrated_dsn, running, how):
     exchange = f"ff-test-{uuid.uuid4().hex[:8]}"
     queue = f"images{uuid.uuid4().hex[:6]}"
     sql(migrated_dsn, "SELECT flowforge.configure_queue(%s, %s)", queue, exchange)
@@ -435,7 +454,10 @@ def test_push_queue_worker_completes_tasks_delivered_by_the_daemon(migrated_dsn,
         {"key": "thumb", "queue": queue, "backoff": "100 milliseconds"},
         {"key": "publish", "queue": queue, "depends_on": ["thumb"]},
     ]})
-    worker = fast_worker(migrated_dsn, queues=[], push_queues=[queue], amqp_url=AMQP_URL, concurrency=2)
+    if how == "push_queues":
+        worker = fast_worker(migrated_dsn, queues=[], push_queues=[queue], amqp_url=AMQP_URL, concurrency=2)
+    else:  # a queue named in queues= that flowforge.queue says is push is consumed from RabbitMQ
+        worker = fast_worker(migrated_dsn, queues=[queue], amqp_url=AMQP_URL, concurrency=2)
     attempts = []
 
     @worker.task("thumb")
