@@ -4,15 +4,16 @@ Each function sends one named statement from ``queries`` on a connection the
 caller owns and returns plain dicts.  Nothing here decides anything: refusals
 come back from PostgreSQL as ``flowforge.errors`` classes (by SQLSTATE).
 
-The ``*_table`` readers below use the TABLE READS section of ``queries``
-(no API function serves them yet).
+Reads use the read API (``list_workflows``, ``get_workflow``, ``list_runs``,
+``get_run``); only ``resolve_run_id`` still reads a table (see the TABLE
+READS section of ``queries``).
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -47,7 +48,8 @@ def define_workflow(conn: psycopg.Connection, spec: Any) -> dict:
     """define_workflow(spec) and what it did: {id, name, version, created}. Commits."""
     with conn.transaction():
         version_id = _value(conn, queries.DEFINE_WORKFLOW, {"spec": Jsonb(spec)})
-        info = _one(conn, queries.WORKFLOW_VERSION, {"id": version_id}) or {}
+        # define_workflow validated the spec, so it is an object with a name.
+        info = _one(conn, queries.WORKFLOW_DEFINED, {"name": spec["name"]}) or {}
     return {"id": version_id, **info}
 
 
@@ -56,10 +58,8 @@ def list_workflows(conn: psycopg.Connection) -> list[dict]:
 
 
 def get_workflow(conn: psycopg.Connection, name: str) -> dict:
-    row = _one(conn, queries.WORKFLOW_LATEST, {"name": name})
-    if row is None:
-        raise errors.NotFound(f"workflow {name!r} not found", hint="flowforge workflow list shows the defined ones.")
-    return row
+    """The latest version: {id, name, version, kind, created_at, spec, versions}."""
+    return _parse_times(_value(conn, queries.GET_WORKFLOW, {"name": name}))
 
 
 # --- runs ------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def configure_queue(conn: psycopg.Connection, name: str, exchange: str | None, r
                                                "dispatch_lease": dispatch_lease})
 
 
-# --- reads of the tables (see queries: TABLE READS) -----------------------------
+# --- reads ----------------------------------------------------------------------------
 
 def resolve_run_id(conn: psycopg.Connection, text: str) -> uuid.UUID:
     """A run id from its full text or a unique prefix of at least 4 hex digits."""
@@ -124,17 +124,20 @@ def list_runs(conn: psycopg.Connection, *, workflow: str | None = None, state: s
 
 
 def get_run(conn: psycopg.Connection, run_id: uuid.UUID) -> dict:
-    """The run, its spec, and its task runs in topological order of the spec."""
-    run = _one(conn, queries.RUN_GET, {"run_id": run_id})
-    if run is None:
-        raise errors.NotFound(f"run {run_id} not found")
-    tasks = {t["task_key"]: t for t in _rows(conn, queries.RUN_TASKS, {"run_id": run_id})}
+    """get_run(run_id) with timestamps as datetimes and tasks in DAG order (for display)."""
+    run = _parse_times(_value(conn, queries.GET_RUN, {"run_id": run_id}))
+    run["id"] = uuid.UUID(run["id"])
+    run["tasks_done"] = run["tasks_total"] - run["tasks_remaining"]
+    tasks = {t["key"]: _parse_times(t) for t in run["tasks"]}
     from .render import levels  # ordering for display only
 
-    order = [key for layer in levels(run["spec"]["tasks"]) for key in layer]
-    run["tasks"] = [tasks[k] for k in order if k in tasks] + [t for k, t in tasks.items() if k not in order]
+    run["tasks"] = [tasks[key] for layer in levels(run["tasks"]) for key in layer]
     return run
 
 
-def runs_progress(conn: psycopg.Connection, run_ids: list[uuid.UUID]) -> list[dict]:
-    return _rows(conn, queries.RUNS_PROGRESS, {"run_ids": run_ids})
+def _parse_times(obj: dict) -> dict:
+    """jsonb from the read API carries timestamps as ISO text; make them datetimes."""
+    for key, value in obj.items():
+        if isinstance(value, str) and (key.endswith("_at")):
+            obj[key] = datetime.fromisoformat(value)
+    return obj

@@ -108,6 +108,17 @@ def build_worker(dsn: str, *, concurrency: int = 4) -> Worker:
     return worker
 
 
+FINISHED = ("succeeded", "failed", "cancelled")
+
+
+def _progress(run: dict) -> dict:
+    """What the progress display needs from one get_run() object."""
+    return {"id": run["id"], "state": run["state"], "tasks_total": run["tasks_total"],
+            "tasks_done": run["tasks_done"],
+            "tasks_running": sum(t["state"] == "running" for t in run["tasks"]),
+            "retries": sum(t["attempt"] - 1 for t in run["tasks"])}
+
+
 @dataclass
 class Progress:
     """One snapshot of the demo's runs, for live display."""
@@ -117,7 +128,7 @@ class Progress:
 
     @property
     def finished(self) -> int:
-        return sum(r["state"] in ("succeeded", "failed", "cancelled") for r in self.runs)
+        return sum(r["state"] in FINISHED for r in self.runs)
 
 
 @dataclass
@@ -164,13 +175,17 @@ def run(dsn: str, *, runs: int = 5, concurrency: int = 4, timeout: float = 60.0,
         started = time.monotonic()
         worker.start()
         last_tick = 0.0
+        latest: dict[uuid.UUID, dict] = {}
         try:
             while True:
                 now = time.monotonic()
                 if now - last_tick >= tick_every:
                     api.tick(conn)  # the daemon's periodic duties (reaper, push retries)
                     last_tick = now
-                snapshot = sorted(api.runs_progress(conn, run_ids), key=lambda r: run_ids.index(r["id"]))
+                for rid in run_ids:  # get_run of the unfinished ones; finished runs do not change
+                    if rid not in latest or latest[rid]["state"] not in FINISHED:
+                        latest[rid] = _progress(api.get_run(conn, rid))
+                snapshot = [latest[rid] for rid in run_ids]
                 progress = Progress(now - started, snapshot)
                 if on_progress is not None:
                     on_progress(progress)

@@ -102,95 +102,45 @@ COMPLETE = "SELECT flowforge.complete(%(task_run_id)s, %(fencing_token)s, %(outp
 
 FAIL = "SELECT flowforge.fail(%(task_run_id)s, %(fencing_token)s, %(error)s, %(retryable)s)"
 
+# --- the SQL API: reads (sql/functions/70_reads.sql) ---------------------------
+
+WORKFLOW_LIST = "SELECT name, version, id, kind, tasks, created_at FROM flowforge.list_workflows()"
+
+GET_WORKFLOW = "SELECT flowforge.get_workflow(%(name)s)"
+
+RUN_LIST = """
+SELECT id, workflow_name AS workflow, version, state, tasks_total,
+       tasks_total - tasks_remaining AS tasks_done, tasks_failed, created_at, started_at, finished_at
+  FROM flowforge.list_runs(%(workflow)s, %(state)s, %(limit)s)
+"""
+
+GET_RUN = "SELECT flowforge.get_run(%(run_id)s)"
+
+# `workflow apply`: what define_workflow just did.  Run in the same
+# transaction: define_workflow still holds the name's advisory lock, so the
+# latest version is the one it returned, and its created_at equals this
+# transaction's flowforge.now() exactly when this transaction created it.
+WORKFLOW_DEFINED = """
+SELECT w ->> 'name' AS name, (w ->> 'version')::int AS version,
+       (w ->> 'created_at')::timestamptz = flowforge.now() AS created
+  FROM flowforge.get_workflow(%(name)s) AS w
+"""
+
 # ============================================================================
 # TABLE READS — no SQL API function serves these yet.
-# The CLI's list/show commands and the push worker read the tables directly,
-# scoped to flowforge.current_organization().  When inspection views (or API
-# read functions) land, switch these statements and nothing else.
+# They read the tables directly, scoped to flowforge.current_organization(),
+# so they need a role that may SELECT them (the owner, a superuser).  Replace
+# them with API reads when those exist, and nothing else changes.
 # ============================================================================
 
-# `workflow apply`: what define_workflow just returned.  created_at is the
-# transaction's flowforge.now() exactly when this transaction inserted the row,
-# so run it in the same transaction as DEFINE_WORKFLOW.
-WORKFLOW_VERSION = """
-SELECT w.name, w.version, w.created_at = flowforge.now() AS created
-  FROM flowforge.workflow w
- WHERE w.id = %(id)s AND w.organization_id = flowforge.current_organization()
-"""
-
-# `workflow list`: the latest version of every workflow, with its run count.
-WORKFLOW_LIST = """
-SELECT w.name, w.version, jsonb_array_length(w.spec -> 'tasks') AS tasks,
-       (SELECT count(*) FROM flowforge.workflow_run r
-          JOIN flowforge.workflow v ON v.id = r.workflow_id
-         WHERE v.organization_id = w.organization_id AND v.name = w.name) AS runs,
-       w.created_at
-  FROM flowforge.workflow w
- WHERE w.organization_id = flowforge.current_organization()
-   AND w.version = (SELECT max(l.version) FROM flowforge.workflow l
-                     WHERE l.organization_id = w.organization_id AND l.name = w.name)
- ORDER BY w.name
-"""
-
-# `workflow show NAME`: the latest version's normalized spec.
-WORKFLOW_LATEST = """
-SELECT w.id, w.name, w.version, w.spec, w.created_at
-  FROM flowforge.workflow w
- WHERE w.organization_id = flowforge.current_organization() AND w.name = %(name)s
- ORDER BY w.version DESC
- LIMIT 1
-"""
-
-# `run list`: newest runs first (idx_wfrun_org_recent), optionally filtered.
-RUN_LIST = """
-SELECT r.id, w.name AS workflow, w.version, r.state, r.tasks_total,
-       r.tasks_total - r.tasks_remaining AS tasks_done, r.tasks_failed,
-       r.created_at, r.finished_at
-  FROM flowforge.workflow_run r
-  JOIN flowforge.workflow w ON w.id = r.workflow_id
- WHERE r.organization_id = flowforge.current_organization()
-   AND (%(workflow)s::text IS NULL OR w.name = %(workflow)s::text)
-   AND (%(state)s::text IS NULL OR r.state = %(state)s::text)
- ORDER BY r.created_at DESC
- LIMIT %(limit)s
-"""
-
-# Resolve a run id typed as a prefix (at least a few hex digits) — at most two
-# matches are read so an ambiguous prefix can be reported.
+# Resolve a run id typed as a prefix (at least 4 hex digits); two rows are
+# read so an ambiguous prefix can be reported.
 RUN_IDS_BY_PREFIX = """
 SELECT r.id
   FROM flowforge.workflow_run r
  WHERE r.organization_id = flowforge.current_organization()
    AND r.id::text LIKE %(prefix)s
  LIMIT 2
-"""
-
-# `run show`, `run watch`, the demo: one run and its task runs.
-RUN_GET = """
-SELECT r.id, w.name AS workflow, w.version, r.state, r.input, r.idempotency_key, r.reason,
-       r.tasks_total, r.tasks_total - r.tasks_remaining AS tasks_done, r.tasks_failed,
-       r.created_at, r.started_at, r.finished_at, w.spec
-  FROM flowforge.workflow_run r
-  JOIN flowforge.workflow w ON w.id = r.workflow_id
- WHERE r.id = %(run_id)s AND r.organization_id = flowforge.current_organization()
-"""
-
-RUN_TASKS = """
-SELECT tr.id, tr.task_key, tr.queue, tr.state, tr.attempt, tr.max_attempts, tr.lease_owner,
-       tr.error, tr.output, tr.ready_at, tr.started_at, tr.finished_at
-  FROM flowforge.task_run tr
- WHERE tr.workflow_run_id = %(run_id)s AND tr.organization_id = flowforge.current_organization()
-"""
-
-# The demo's live progress: task states of several runs at once.
-RUNS_PROGRESS = """
-SELECT r.id, r.state, r.tasks_total, r.tasks_total - r.tasks_remaining AS tasks_done,
-       count(tr.id) FILTER (WHERE tr.state = 'running') AS tasks_running,
-       coalesce(sum(tr.attempt - 1), 0) AS retries
-  FROM flowforge.workflow_run r
-  JOIN flowforge.task_run tr ON tr.workflow_run_id = r.id
- WHERE r.id = ANY (%(run_ids)s) AND r.organization_id = flowforge.current_organization()
- GROUP BY r.id
 """
 
 # The push worker: where a push queue's tasks are published.

@@ -77,8 +77,8 @@ def test_workflow_apply_yaml_and_json(ff, tmp_path, applied):
 
 def test_workflow_list_and_show(ff, applied):
     listing = ok(ff("workflow", "list"))
-    assert listing.splitlines()[0].split() == ["NAME", "VERSION", "TASKS", "RUNS", "DEFINED"]
-    assert listing.splitlines()[1].split()[:4] == ["thumbnails", "1", "4", "0"]
+    assert listing.splitlines()[0].split() == ["NAME", "VERSION", "TASKS", "DEFINED"]
+    assert listing.splitlines()[1].split()[:3] == ["thumbnails", "1", "4"]
     rows = json.loads(ok(ff("workflow", "list", "--json")))
     assert [(r["name"], r["version"], r["tasks"]) for r in rows] == [("thumbnails", 1, 4)]
 
@@ -89,7 +89,7 @@ def test_workflow_list_and_show(ff, applied):
     assert "▼" in shown
     obj = json.loads(ok(ff("--json", "workflow", "show", "thumbnails")))
     assert obj["levels"] == [["fetch"], ["small", "large"], ["notify"]]
-    assert {t["key"]: t["max_attempts"] for t in obj["tasks"]}["large"] == 5
+    assert {t["key"]: t["max_attempts"] for t in obj["spec"]["tasks"]}["large"] == 5
 
 
 def test_workflow_list_empty(ff):
@@ -118,10 +118,10 @@ def test_run_start_list_show_events(ff, applied):
     shown = ok(ff("run", "show", run_id[:8]))  # a unique prefix is enough
     assert f"run {run_id}  thumbnails v1  running  0/4 tasks done" in shown
     assert [line.split()[:2] for line in shown.splitlines()[3:]] == [
-        ["fetch", "ready"], ["small", "pending"], ["large", "pending"], ["notify", "pending"]]
+        ["fetch", "ready"], ["large", "pending"], ["small", "pending"], ["notify", "pending"]]  # DAG levels
     obj = json.loads(ok(ff("run", "show", run_id, "--json")))
     assert obj["id"] == run_id and obj["input"] == {"image": "cat.png"}
-    assert [t["key"] for t in obj["tasks"]] == ["fetch", "small", "large", "notify"]
+    assert [t["key"] for t in obj["tasks"]] == ["fetch", "large", "small", "notify"]
 
     events = ok(ff("run", "events", run_id))
     assert "run_started" in events and "created" in events

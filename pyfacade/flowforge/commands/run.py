@@ -64,12 +64,7 @@ def _elapsed(start: datetime | None, end: datetime | None) -> str:
 
 
 def _run_json(run: dict) -> dict:
-    out = {k: v for k, v in run.items() if k != "spec"}
-    out["tasks"] = [{"id": t["id"], "key": t["task_key"], "queue": t["queue"], "state": t["state"],
-                     "attempt": t["attempt"], "max_attempts": t["max_attempts"], "worker": t["lease_owner"],
-                     "error": t["error"], "output": t["output"], "started_at": t["started_at"],
-                     "finished_at": t["finished_at"]} for t in run["tasks"]]
-    return out
+    return run  # get_run's object; tasks in DAG order
 
 
 def _run_text(run: dict, colour: bool | None = None) -> str:
@@ -81,7 +76,7 @@ def _run_text(run: dict, colour: bool | None = None) -> str:
         lines.append(f"reason: {run['reason']}")
     lines.append("")
     lines.append(render.table(
-        [(t["task_key"], t["state"], f"{t['attempt']}/{t['max_attempts']}",
+        [(t["key"], t["state"], f"{t['attempt']}/{t['max_attempts']}",
           _elapsed(t["started_at"], t["finished_at"]) if t["started_at"] else "",
           t["lease_owner"] if t["state"] == "running" else "",
           (t["error"] or "")[:80] if t["state"] != "succeeded" else "") for t in run["tasks"]],
@@ -128,12 +123,12 @@ def watch(ctx: click.Context, settings: Settings, run_id: str, interval: float, 
             finished = found["state"] in render.FINISHED_RUN_STATES
             if not as_json:
                 if live.tty:
-                    states = {t["task_key"]: t["state"] for t in found["tasks"]}
-                    live.update(_run_text(found) + "\n\n" + render.dag(found["spec"]["tasks"], states=states))
+                    states = {t["key"]: t["state"] for t in found["tasks"]}
+                    live.update(_run_text(found) + "\n\n" + render.dag(found["tasks"], states=states))
                 else:
                     # Piped: one line per change, not a redraw.
                     live.update(f"{found['state']}: " + ", ".join(
-                        f"{t['task_key']}={t['state']}" + (f"#{t['attempt']}" if t["attempt"] > 1 else "")
+                        f"{t['key']}={t['state']}" + (f"#{t['attempt']}" if t["attempt"] > 1 else "")
                         for t in found["tasks"]))
             if finished:
                 break

@@ -73,8 +73,8 @@ def list_(settings: Settings, json_flag: bool) -> None:
     if not rows:
         click.echo("no workflows yet: flowforge workflow apply FILE")
         return
-    click.echo(render.table([(r["name"], r["version"], r["tasks"], r["runs"], when(r["created_at"])) for r in rows],
-                            headers=("NAME", "VERSION", "TASKS", "RUNS", "DEFINED")))
+    click.echo(render.table([(r["name"], r["version"], r["tasks"], when(r["created_at"])) for r in rows],
+                            headers=("NAME", "VERSION", "TASKS", "DEFINED")))
 
 
 @workflow.command("show")
@@ -87,9 +87,7 @@ def show(settings: Settings, name: str, json_flag: bool) -> None:
         wf = api.get_workflow(conn, name)
     tasks = wf["spec"]["tasks"]
     if wants_json(settings, json_flag):
-        emit_json({"id": wf["id"], "name": wf["name"], "version": wf["version"], "created_at": wf["created_at"],
-                   "description": wf["spec"].get("description"), "tasks": tasks,
-                   "levels": render.levels(tasks)})
+        emit_json({**wf, "levels": render.levels(tasks)})
         return
     click.echo(f"{wf['name']}  version {wf['version']}  ({len(tasks)} tasks, defined {when(wf['created_at'])})")
     if wf["spec"].get("description"):
