@@ -194,7 +194,6 @@ class Daemon:
         self._listen_backoff = Backoff()
         self._work_backoff = Backoff()
         self._amqp_backoff = Backoff()
-        self._amqp_was_up = False
         self._stopping = False
         self._stop_signal: str | None = None
         self._need_drain = True
@@ -289,8 +288,8 @@ class Daemon:
         while not self._stopping:
             now = time.monotonic()
             if self._work_backoff.ready(now):
-                code = self._connect_work(first=True)
-                if self._work is not None or code is not None:
+                self._connect_work(first=True)
+                if self._work is not None:
                     return
             self._sleep_until(self._work_backoff.next_at)
 
@@ -394,7 +393,13 @@ class Daemon:
         self.log("pg_error", op=op, error=str(db.map_error(exc)))
 
     def _drain(self) -> None:
-        """Publish batches until the outbox is empty, a batch is short, or something failed."""
+        """Publish batches until the outbox is empty, a batch is short, or something failed.
+
+        Whatever stops it, the next drain waits for a notification, a
+        reconnect or the poll: a failing statement or an unroutable head of
+        the outbox is retried at that pace, never in a tight loop.
+        """
+        self._need_drain = False
         while self._work is not None and self.publisher.is_open:
             more = self._drain_batch()
             if not more or self._stopping:
@@ -412,7 +417,6 @@ class Daemon:
             return False
         if not rows:
             self._commit_quietly("take_outbox")
-            self._need_drain = False
             return False
 
         confirmed: list = []
@@ -459,12 +463,9 @@ class Daemon:
                          retry_in=delay, error=reasons.get(kind))
             else:
                 self.log("publish_failed", reason=kind, count=count, error=reasons.get(kind))
-        full_and_clean = len(rows) == batch and not failed
-        if not full_and_clean:
-            # Done for now.  Rows that failed stay unpublished and are retried on
-            # the next notification or poll, not in a tight loop.
-            self._need_drain = False
-        return full_and_clean
+        # Rows that failed stay unpublished and are retried on the next
+        # notification or poll.
+        return len(rows) == batch and not failed
 
     def _commit_quietly(self, op: str) -> bool:
         try:

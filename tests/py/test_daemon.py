@@ -28,6 +28,7 @@ import pika
 import pika.exceptions
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 AMQP_URL_ENV = "FLOWFORGE_TEST_AMQP_URL"
 DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
@@ -105,6 +106,23 @@ class Broker:
             return time.monotonic() - last["at"] >= quiet
 
         self.consume(until=quiet_enough, timeout=timeout)
+
+    def drop_exchange(self) -> None:
+        """Delete the exchange (and with it the queue's binding), as if nobody had declared it."""
+        self._ch.exchange_delete(self.exchange)
+
+    def exchange_exists(self) -> bool:
+        probe = self._conn.channel()
+        try:
+            probe.exchange_declare(self.exchange, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            assert exc.reply_code == 404, exc
+            return False
+        probe.close()
+        return True
+
+    def bind(self, routing_key: str = "#") -> None:
+        self._ch.queue_bind(self.queue, self.exchange, routing_key=routing_key)
 
     def ids(self) -> list[str]:
         return [m.message_id for m in self.received]
@@ -278,7 +296,7 @@ class Consumer:
 
 def daemon_backends(dsn: str) -> int:
     """Terminate the daemon's sessions on this test's database; return how many."""
-    dbname = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    dbname = conninfo_to_dict(dsn)["dbname"]
     with db(dsn) as conn:
         return len(conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -287,7 +305,7 @@ def daemon_backends(dsn: str) -> int:
 
 
 def count_daemon_backends(dsn: str) -> int:
-    dbname = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    dbname = conninfo_to_dict(dsn)["dbname"]
     with db(dsn) as conn:
         return conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND application_name LIKE %s",
@@ -415,6 +433,23 @@ def test_two_daemons_never_deliver_a_message_twice(migrated_dsn, broker, amqp_ur
     dupes = [i for i, n in collections.Counter(ids).items() if n > 1]
     assert not dupes, f"{len(dupes)} message(s) delivered twice"
     assert len(ids) == 800
+
+
+def test_missing_exchange_is_declared_and_unroutable_rows_wait_for_a_binding(migrated_dsn, broker, amqp_url, daemons):
+    broker.drop_exchange()
+    setup_push(migrated_dsn, broker.exchange)
+    start_runs(migrated_dsn, 4)
+    daemon = daemons(migrated_dsn, amqp_url)
+    wait_until(lambda: daemon.events("publish_failed"), 15, "publish_failed")
+    assert {e["reason"] for e in daemon.events("publish_failed")} == {"unroutable"}
+    assert broker.exchange_exists(), "the daemon declared the exchange"
+    assert unpublished(migrated_dsn) == 4, "returned (unroutable) messages are not marked published"
+    assert not daemon.events("published")
+
+    broker.bind("#")  # a queue appears: the next poll delivers them
+    broker.consume(until=lambda: len(set(broker.ids())) == 4, timeout=15)
+    wait_until(lambda: unpublished(migrated_dsn) == 0, 10, "every row marked published")
+    assert daemon.stop() == 0
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
