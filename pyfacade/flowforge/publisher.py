@@ -20,8 +20,9 @@ it is), and only if it does not exist, an active declare as a durable
 A broker that hangs must not hold the daemon's database transaction (and the
 outbox row locks in it) for long, so every wait is bounded: connect and
 handshake by ``socket_timeout``/``stack_timeout``, a broker that stops
-answering by the AMQP heartbeat (pika closes the connection about
-``heartbeat + 5`` seconds after the last byte), a broker that blocks
+answering by the AMQP heartbeat (pika checks every ``heartbeat + 5`` seconds
+and closes a connection that received nothing for a whole check interval:
+10-20 s with the default; measured 20 s against a frozen proxy), a broker that blocks
 publishers (resource alarm) by ``blocked_connection_timeout``.
 """
 
@@ -42,7 +43,7 @@ APP_ID = "flowforge"
 EXCHANGE_TYPE = "topic"
 
 DEFAULT_TIMEOUT = 5.0  # seconds: connect, handshake, blocked connection
-DEFAULT_HEARTBEAT = 5  # seconds: a silent broker is dropped within about heartbeat + 5 s
+DEFAULT_HEARTBEAT = 5  # seconds: a silent broker is dropped within 1-2 x (heartbeat + 5) s
 
 
 class Outcome(enum.Enum):
