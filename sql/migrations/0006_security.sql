@@ -13,6 +13,13 @@
 -- functions, and every tenant table has RLS enabled and FORCEd.
 -- depends: 0005_queues
 
+-- Roles live in shared catalogs: serialise with every other database of the
+-- cluster migrating at the same moment (concurrent GRANT / ALTER ROLE on one
+-- role fail with "tuple concurrently updated"). Locks on shared catalogs are
+-- cluster-wide and end with this migration's transaction.
+LOCK TABLE pg_catalog.pg_authid, pg_catalog.pg_auth_members, pg_catalog.pg_db_role_setting
+    IN SHARE ROW EXCLUSIVE MODE;
+
 DO $$
 DECLARE
     v_role text;
