@@ -96,3 +96,10 @@ rabbitmq:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build dist
+
+# --- benchmarks ----------------------------------------------------------------
+# make bench   the seven benchmarks of benchmarks/ (under 15 minutes), appended to
+#              benchmarks/RESULTS.md with charts; BENCH_ARGS=--quick for a smoke run
+.PHONY: bench
+bench: services install
+	$(PY) benchmarks/run_all.py $(BENCH_ARGS)

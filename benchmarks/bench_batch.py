@@ -1,0 +1,113 @@
+"""(2) Batched mode: FlowForge claim of N + complete_many vs the bare batch-of-10 queue.
+
+Subject: FlowForge ``claim(..., batch => N)`` (N = 50 by default) and one
+``complete_many`` for the whole batch — two transactions per N tasks.  When the
+worker SDK batches its completions (it calls ``complete_many``), the drain goes
+end to end through ``flowforge.Worker`` with no-op handlers; otherwise it is a
+raw client loop (4 threads, prepared statements) and the output line says so.
+Baseline: the bare table, claiming 10 per transaction and completing 10 per
+transaction, same 4-thread loop.  Also: FlowForge with batches of 10, for a
+like-for-like figure.  Timed, alternating rounds; medians.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+import time
+
+import common as c
+
+TARGET_TASKS = 10_000
+BATCH = int(os.environ.get("FF_BENCH_BATCH", "50"))
+
+
+def sdk_batches() -> bool:
+    """Does the worker SDK complete in batches (complete_many)?"""
+    try:
+        from flowforge import queries, worker
+    except Exception:  # noqa: BLE001 - an SDK that does not import cannot be used either
+        return False
+    return "complete_many" in inspect.getsource(worker).lower() or hasattr(queries, "COMPLETE_MANY")
+
+
+def ff_batch_step(n: int):
+    def step(conn, i):
+        rows = conn.execute(c.FF_CLAIM_N, [f"batch-{i}", n], prepare=True).fetchall()
+        if not rows:
+            return 0
+        done = conn.execute(c.FF_COMPLETE_MANY, [[r[0] for r in rows], [r[4] for r in rows]],
+                            prepare=True).fetchone()[0]
+        return done
+    return step
+
+
+def bare_batch_step(conn, i):
+    ids = [r[0] for r in conn.execute(c.BARE_CLAIM_N, [10], prepare=True).fetchall()]
+    if not ids:
+        return 0
+    conn.execute(c.BARE_DONE_N, [ids], prepare=True)
+    return len(ids)
+
+
+class SdkSubject(c.Subject):
+    """The worker SDK draining the backlog with no-op handlers for one timed round."""
+
+    def __init__(self, dsn: str):
+        super().__init__("flowforge SDK", dsn, None, lambda n: c.start_runs(dsn, "single", n), first_guess=5000)
+
+    def round(self, seconds: float) -> float:
+        import flowforge
+
+        want = int(self.guess if not self.rates else self.rates[-1] * seconds * 1.5) + 1
+        if self.backlog < want:
+            self.enqueue(want - self.backlog)
+            self.backlog += want - self.backlog
+        c.checkpoint(self.dsn)
+        worker = flowforge.Worker(["default"], concurrency=BATCH, dsn=self.dsn, poll_interval=0.05, grace_period=5)
+        worker.register("work", lambda ctx, data: None)
+        t0 = time.perf_counter()
+        worker.start()
+        time.sleep(seconds)
+        n = worker.stats["completed"]
+        elapsed = time.perf_counter() - t0
+        worker.stop()
+        worker.join(10)
+        self.backlog -= worker.stats["completed"]
+        self.rates.append(n / elapsed)
+        return self.rates[-1]
+
+
+def main() -> None:
+    n_rounds, seconds = c.rounds(3), c.round_seconds(3.0, 2.0)  # start_run enqueue costs more than the drain
+    dsn = c.flowforge_database("batch")
+    c.define(dsn, c.SINGLE_SPEC)
+    c.bare_setup(dsn)
+    via_sdk = sdk_batches()
+    bare = c.Subject("bare batch-10", dsn, bare_batch_step, lambda n: c.bare_enqueue(dsn, n), first_guess=20000)
+    if via_sdk:
+        subject = SdkSubject(dsn)
+        how = f"end to end through flowforge.Worker (concurrency {BATCH}, no-op handlers)"
+    else:
+        subject = c.Subject(f"flowforge batch-{BATCH}", dsn, ff_batch_step(BATCH),
+                            lambda n: c.start_runs(dsn, "single", n), first_guess=5000)
+        how = (f"raw client loop: the worker SDK has no batched completion (no complete_many call), "
+               f"so claim({BATCH}) + complete_many from 4 threads")
+    ff10 = c.Subject("flowforge batch-10", dsn, ff_batch_step(10), lambda n: c.start_runs(dsn, "single", n),
+                     first_guess=3000)
+    c.alternate([bare, subject, ff10], n_rounds, seconds)
+    ratio = subject.median / bare.median
+    c.figure(f"batched claim {BATCH} + complete_many", subject.median, "tasks/s", baseline="bare batch-of-10",
+             baseline_value=bare.median, ratio=ratio, target=f">= {TARGET_TASKS:,} tasks/s",
+             met=subject.median >= TARGET_TASKS, note=how + f"; median of {n_rounds} alternating {seconds:g}s rounds",
+             chart={"kind": "bars", "labels": ["bare batch-10", f"FlowForge batch-{BATCH}", "FlowForge batch-10"],
+                    "values": [bare.median, subject.median, ff10.median],
+                    "rounds": [bare.rates, subject.rates, ff10.rates], "unit": "tasks/s"})
+    ratio10 = ff10.median / bare.median
+    c.figure("batched claim 10 + complete_many", ff10.median, "tasks/s", baseline="bare batch-of-10",
+             baseline_value=bare.median, ratio=ratio10, note="raw client loop, like-for-like batch size")
+
+
+if __name__ == "__main__":
+    main()
