@@ -110,12 +110,7 @@ def resolve_run_id(conn: psycopg.Connection, text: str) -> uuid.UUID:
         pass
     if not _HEX_PREFIX.match(text):
         raise errors.InvalidArgument(f"{text!r} is not a run id (a UUID or a prefix of at least 4 hex digits)")
-    rows = _rows(conn, queries.RUN_IDS_BY_PREFIX, {"prefix": text.lower() + "%"})
-    if not rows:
-        raise errors.NotFound(f"run {text} not found")
-    if len(rows) > 1:
-        raise errors.InvalidArgument(f"run id prefix {text} is ambiguous; type more of it")
-    return rows[0]["id"]
+    return _rows(conn, queries.RESOLVE_RUN_ID, {"prefix": text})[0]["id"]
 
 
 def list_runs(conn: psycopg.Connection, *, workflow: str | None = None, state: str | None = None,

@@ -126,26 +126,11 @@ SELECT w ->> 'name' AS name, (w ->> 'version')::int AS version,
   FROM flowforge.get_workflow(%(name)s) AS w
 """
 
-# ============================================================================
-# TABLE READS — no SQL API function serves these yet.
-# They read the tables directly, scoped to flowforge.current_organization(),
-# so they need a role that may SELECT them (the owner, a superuser).  Replace
-# them with API reads when those exist, and nothing else changes.
-# ============================================================================
-
-# Resolve a run id typed as a prefix (at least 4 hex digits); two rows are
-# read so an ambiguous prefix can be reported.
-RUN_IDS_BY_PREFIX = """
-SELECT r.id
-  FROM flowforge.workflow_run r
- WHERE r.organization_id = flowforge.current_organization()
-   AND r.id::text LIKE %(prefix)s
- LIMIT 2
-"""
+# Resolve a run id typed as a prefix (at least 4 hex digits).
+RESOLVE_RUN_ID = "SELECT flowforge.resolve_run_id(%(prefix)s) AS id"
 
 # The push worker: where a push queue's tasks are published.
 QUEUE_SETTINGS = """
-SELECT q.name, q.exchange, coalesce(q.routing_key, q.name) AS routing_key
-  FROM flowforge.queue q
- WHERE q.organization_id = flowforge.current_organization() AND q.name = ANY (%(names)s)
+SELECT name, exchange, routing_key
+  FROM flowforge.queue_settings(%(names)s)
 """

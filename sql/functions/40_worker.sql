@@ -62,7 +62,8 @@ BEGIN
     ELSE
         -- One ordered index scan per queue, then the best of them overall.
         SELECT array_agg(p.id) INTO v_ids FROM (
-            SELECT c.id FROM unnest(claim.queues) AS q(name)
+            -- DISTINCT: a queue named twice must not yield its tasks twice and under-fill the batch.
+            SELECT c.id FROM (SELECT DISTINCT u.name FROM unnest(claim.queues) AS u(name)) AS q(name)
             CROSS JOIN LATERAL (
                 SELECT tr.id, tr.priority, tr.ready_at FROM flowforge.task_run tr
                 WHERE tr.organization_id = v_org AND tr.state = 'ready' AND tr.queue = q.name

@@ -47,6 +47,7 @@ BEGIN
         SELECT d.organization_id, d.workflow_run_id, d.id, 'dispatched', 'ready', 'running', d.fencing_token, d.attempt,
                jsonb_build_object('exchange', d.exchange, 'routing_key', d.routing_key), p_now
         FROM dispatched d
+        WHERE d.id IN (SELECT w.task_run_id FROM written w)
     )
     SELECT count(*) INTO v_written FROM written;
     IF v_written > 0 THEN

@@ -159,3 +159,56 @@ COMMENT ON VIEW flowforge.run_overview IS
 GRANT SELECT ON flowforge.outbox_backlog, flowforge.run_overview TO flowforge_readonly;
 ALTER VIEW flowforge.outbox_backlog OWNER TO flowforge_owner;
 ALTER VIEW flowforge.run_overview OWNER TO flowforge_owner;
+
+CREATE OR REPLACE FUNCTION flowforge.queue_settings(names text[])
+RETURNS TABLE (name text, exchange text, routing_key text, dispatch_lease interval)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_org constant uuid := flowforge._authorize('viewer');
+BEGIN
+    RETURN QUERY
+    SELECT q.name::text, q.exchange::text, coalesce(q.routing_key, q.name)::text, q.dispatch_lease
+    FROM flowforge.queue q
+    WHERE q.organization_id = v_org AND q.name = ANY (queue_settings.names);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.queue_settings(text[]) IS
+  'queue_settings(names text[]) -> setof (name, exchange, routing_key, dispatch_lease): the configured queues among '
+  'names (a queue with no row is pull); exchange NULL means pull, routing_key defaults to the queue name. A push '
+  'worker reads where its queues are published. Viewer rights.';
+
+CREATE OR REPLACE FUNCTION flowforge.resolve_run_id(id_prefix text) RETURNS uuid
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('viewer');
+    v_ids uuid[];
+BEGIN
+    IF resolve_run_id.id_prefix IS NULL OR lower(resolve_run_id.id_prefix) !~ '^[0-9a-f-]{4,36}$' THEN
+        RAISE EXCEPTION 'a run id or its first 4+ hex digits, got %', coalesce(quote_literal(resolve_run_id.id_prefix), 'NULL')
+            USING ERRCODE = 'FF003', HINT = 'flowforge.list_runs() shows run ids.';
+    END IF;
+    SELECT array_agg(r.id) INTO v_ids FROM (
+        SELECT r.id FROM flowforge.workflow_run r
+        WHERE r.organization_id = v_org AND r.id::text LIKE lower(resolve_run_id.id_prefix) || '%'
+        LIMIT 2) r;
+    IF v_ids IS NULL THEN
+        RAISE EXCEPTION 'run % not found', resolve_run_id.id_prefix
+            USING ERRCODE = 'FF001', HINT = 'Check the id; a run of another organization is not found either.';
+    END IF;
+    IF cardinality(v_ids) > 1 THEN
+        RAISE EXCEPTION 'run id prefix % is ambiguous', resolve_run_id.id_prefix
+            USING ERRCODE = 'FF003', HINT = 'Type more of the id.';
+    END IF;
+    RETURN v_ids[1];
+END;
+$$;
+COMMENT ON FUNCTION flowforge.resolve_run_id(text) IS
+  'resolve_run_id(id_prefix text) -> uuid: the caller''s run whose id starts with the prefix (4+ hex digits, or the '
+  'whole id). Viewer rights. Errors: FF001 none; FF003 ambiguous or not an id prefix.';

@@ -44,6 +44,8 @@ GRANT EXECUTE ON FUNCTION
     flowforge.get_workflow(text, integer),
     flowforge.list_runs(text, text, integer),
     flowforge.get_run(uuid),
+    flowforge.resolve_run_id(text),
+    flowforge.queue_settings(text[]),
     flowforge.configure_queue(text, text, text, interval),
     flowforge.add_member(text, name, text),
     flowforge.remove_member(text, name),
@@ -57,6 +59,7 @@ GRANT EXECUTE ON FUNCTION
     flowforge.heartbeat(uuid, bigint, interval),
     flowforge.complete(uuid, bigint, jsonb),
     flowforge.complete_many(uuid[], bigint[], jsonb[]),
+    flowforge.queue_settings(text[]),
     flowforge.fail(uuid, bigint, text, boolean)
 TO flowforge_worker, flowforge_gateway;
 

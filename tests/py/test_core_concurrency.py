@@ -157,10 +157,6 @@ def test_racing_workers_two_queues_with_retries_claim_each_generation_once(migra
     _check_claims(migrated_dsn, claims, N_SINGLE_RUNS, N_SINGLE_RUNS // 5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug in flowforge.claim: the multi-queue pick runs one LATERAL scan per array element, so a queue named "
-    "twice yields each task twice and the outer LIMIT batch under-fills the batch (proposed fix: unnest the "
-    "DISTINCT queue names); remove this marker with the fix"))
 def test_claim_with_a_queue_named_twice_still_fills_the_batch(migrated_dsn):
     with connect(migrated_dsn) as conn:
         define(conn, single_spec("single"))

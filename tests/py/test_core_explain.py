@@ -48,7 +48,7 @@ FOR UPDATE SKIP LOCKED
 CLAIM_ONE_QUEUE_SOURCE = {"org": "v_org", "queue": "claim.queues[1]", "now": "v_now", "batch": "claim.batch"}
 
 CLAIM_MANY_QUEUES_FROM = """
-SELECT c.id FROM unnest({queues}) AS q(name)
+SELECT c.id FROM (SELECT DISTINCT u.name FROM unnest({queues}) AS u(name)) AS q(name)
 """
 # Only this part is checked against the function's text: it is what reads task_run.
 CLAIM_MANY_QUEUES = """
