@@ -420,6 +420,7 @@ class Daemon:
             return False
 
         confirmed: list = []
+        refused: list = []
         failed: Counter = Counter()
         reasons: dict[str, str] = {}
         for index, (row_id, exchange, routing_key, message_id, body) in enumerate(rows):
@@ -437,15 +438,24 @@ class Daemon:
             if outcome is amqp.Outcome.CONNECTION:
                 failed[outcome.value] += len(rows) - index - 1
                 break
+            # The broker answered and refused this one: it waits before the next try,
+            # so it cannot keep newer messages from being taken.
+            refused.append(row_id)
 
         marked = 0
-        if confirmed:
+        if confirmed or refused:
             try:
-                marked = conn.execute(queries.MARK_PUBLISHED, {"ids": confirmed}).fetchone()[0]
+                if confirmed:
+                    marked = conn.execute(queries.MARK_PUBLISHED, {"ids": confirmed}).fetchone()[0]
+                if refused:
+                    error = "; ".join(f"{kind}: {reasons[kind]}" for kind in sorted(reasons)
+                                      if kind != amqp.Outcome.CONNECTION.value)
+                    conn.execute(queries.DEFER_OUTBOX, {"ids": refused, "error": error})
                 conn.commit()
             except psycopg.Error as exc:
-                # Confirmed by the broker but not recorded: these will be sent again.
-                self.log("mark_failed", unmarked=len(confirmed), error=db.first_line(exc))
+                if confirmed:
+                    # Confirmed by the broker but not recorded: these will be sent again.
+                    self.log("mark_failed", unmarked=len(confirmed), error=db.first_line(exc))
                 self._work_error("mark_published", exc)
                 return False
         elif not self._commit_quietly("take_outbox"):
@@ -462,9 +472,10 @@ class Daemon:
                 self.log("amqp_error", op="publish", unpublished=count, attempt=self._amqp_backoff.failures,
                          retry_in=delay, error=reasons.get(kind))
             else:
-                self.log("publish_failed", reason=kind, count=count, error=reasons.get(kind))
-        # Rows that failed stay unpublished and are retried on the next
-        # notification or poll.
+                self.log("publish_failed", reason=kind, count=count, error=reasons.get(kind),
+                         deferred=len(refused) or None)
+        # Rows that failed stay unpublished: refused ones come back after their
+        # deferral, the rest on the next notification or poll.
         return len(rows) == batch and not failed
 
     def _commit_quietly(self, op: str) -> bool:

@@ -60,6 +60,10 @@ SELECT id, exchange, routing_key, message_id, payload::text
 
 MARK_PUBLISHED = "SELECT flowforge.mark_published(%(ids)s::uuid[])"
 
+# Messages the broker refused (nack, unroutable, exchange error, timeout) wait
+# 2^attempts seconds before take_outbox offers them again.
+DEFER_OUTBOX = "SELECT flowforge.defer_outbox(%(ids)s::uuid[], %(error)s)"
+
 TICK = "SELECT flowforge.tick()"
 
 # --- the SQL API: definitions and runs (CLI, demo) ---------------------------

@@ -179,6 +179,7 @@ BEGIN
            m.task_run_id::text || ':' || m.fencing_token_snapshot::text, m.payload, m.created_at
     FROM flowforge.outbox_message m
     WHERE m.published_at IS NULL
+      AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= flowforge.now())
     ORDER BY m.created_at
     LIMIT take_outbox.batch
     FOR UPDATE SKIP LOCKED;
@@ -186,7 +187,7 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.take_outbox(integer) IS
   'take_outbox(batch int default 100) -> setof (id, exchange, routing_key, message_id, payload, created_at). The '
-  'oldest unpublished outbox messages, locked FOR UPDATE SKIP LOCKED until the caller''s transaction ends, so any '
+  'oldest unpublished outbox messages not deferred by defer_outbox, locked FOR UPDATE SKIP LOCKED until the caller''s transaction ends, so any '
   'number of daemons drain without taking the same row. message_id is <task_run_id>:<fencing_token>. Publish them, '
   'wait for the broker''s confirms, then mark_published in the same transaction. Errors: FF003 bad batch.';
 
@@ -209,3 +210,27 @@ COMMENT ON FUNCTION flowforge.mark_published(uuid[]) IS
   'mark_published(ids uuid[]) -> int. Stamps published_at on the given outbox messages that are still unpublished; '
   'call it only after the broker confirmed them. Returns how many were stamped (an id already published or unknown '
   'counts 0).';
+
+CREATE OR REPLACE FUNCTION flowforge.defer_outbox(ids uuid[], error text) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_deferred integer;
+BEGIN
+    -- 1 s, 2 s, 4 s ... capped at 5 minutes.
+    UPDATE flowforge.outbox_message m
+    SET publish_attempts = m.publish_attempts + 1,
+        next_attempt_at = flowforge.now()
+                          + least(interval '1 second' * power(2, least(m.publish_attempts, 16)), interval '5 minutes'),
+        last_error = left(defer_outbox.error, 500)
+    WHERE m.id = ANY (defer_outbox.ids) AND m.published_at IS NULL;
+    GET DIAGNOSTICS v_deferred = ROW_COUNT;
+    RETURN v_deferred;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.defer_outbox(uuid[], text) IS
+  'defer_outbox(ids uuid[], error text) -> int. The broker refused these messages (nack, returned as unroutable, '
+  'exchange error): count the attempt, keep the error, and hold them back from take_outbox for 2^attempts seconds '
+  '(at most 5 minutes), so messages that cannot be published do not block newer ones. Returns how many were deferred.';

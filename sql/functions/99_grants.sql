@@ -13,7 +13,8 @@ DECLARE
         'flowforge.schema_version()', 'flowforge.create_organization(text,text)', 'flowforge.add_member(text,name,text)',
         'flowforge.remove_member(text,name)', 'flowforge.create_api_key(text,text,text)',
         'flowforge.revoke_api_key(text)', 'flowforge.authenticate(text)', 'flowforge.tick()',
-        'flowforge.reap_expired_leases(integer)', 'flowforge.take_outbox(integer)', 'flowforge.mark_published(uuid[])'];
+        'flowforge.reap_expired_leases(integer)', 'flowforge.take_outbox(integer)', 'flowforge.mark_published(uuid[])',
+        'flowforge.defer_outbox(uuid[],text)'];
 BEGIN
     FOR v_function IN
         SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -68,7 +69,8 @@ GRANT EXECUTE ON FUNCTION
     flowforge.tick(),
     flowforge.reap_expired_leases(integer),
     flowforge.take_outbox(integer),
-    flowforge.mark_published(uuid[])
+    flowforge.mark_published(uuid[]),
+    flowforge.defer_outbox(uuid[], text)
 TO flowforge_daemon;
 
 -- Gateway logins prove who they act for, per transaction.

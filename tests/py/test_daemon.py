@@ -481,3 +481,36 @@ def test_newer_schema_version_is_refused_with_one_line(migrated_dsn, amqp_url, d
     lines = daemon.log.splitlines()
     assert len(lines) == 1, lines
     assert "9999_from_the_future" in lines[0] and "newer" in lines[0]
+
+
+def test_refused_messages_do_not_block_newer_ones(migrated_dsn, broker, amqp_url, daemons):
+    # 12 messages for an exchange nobody bound a queue to, taken first (oldest),
+    # then 4 for the bound exchange; batches of 5 would take only the refused
+    # ones forever if refused messages were offered again at once.
+    blocked_exchange = f"{broker.exchange}.nobody"
+    with db(migrated_dsn) as conn:
+        conn.execute("SELECT flowforge.define_workflow(%s::jsonb)",
+                     (json.dumps({"name": "blocked", "tasks": [{"key": "only", "queue": "blocked"}]}),))
+        conn.execute("SELECT flowforge.configure_queue('blocked', %s::text)", (blocked_exchange,))
+        conn.execute("SELECT flowforge.start_run('blocked') FROM generate_series(1, 12)")
+    setup_push(migrated_dsn, broker.exchange)
+    start_runs(migrated_dsn, 4)
+    daemon = daemons(migrated_dsn, amqp_url, "--batch-size", "5")
+    try:
+        broker.consume(until=lambda: len(set(broker.ids())) == 4, timeout=20)
+        with db(migrated_dsn) as conn:
+            deferred = conn.execute(
+                "SELECT count(*) FILTER (WHERE publish_attempts >= 1 AND last_error LIKE '%%unroutable%%'), "
+                "       count(*) FILTER (WHERE published_at IS NOT NULL) "
+                "FROM flowforge.outbox_message WHERE exchange = %s", (blocked_exchange,)).fetchone()
+            bound_published = conn.execute(
+                "SELECT count(*) FROM flowforge.outbox_message WHERE exchange = %s AND published_at IS NOT NULL",
+                (broker.exchange,)).fetchone()[0]
+        assert deferred == (12, 0), "every refused message was deferred, none marked published"
+        wait_until(lambda: bound_published == 4 or unpublished(migrated_dsn) == 12, 10, "the bound messages marked")
+        assert {e["reason"] for e in daemon.events("publish_failed")} == {"unroutable"}
+    finally:
+        assert daemon.stop() == 0
+        cleanup = pika.BlockingConnection(pika.URLParameters(amqp_url))
+        cleanup.channel().exchange_delete(blocked_exchange)
+        cleanup.close()

@@ -44,7 +44,8 @@ SELECT columns_are('flowforge', 'idempotency_key', ARRAY[
     'organization_id', 'key', 'workflow_run_id', 'request_hash', 'created_at']);
 SELECT columns_are('flowforge', 'outbox_message', ARRAY[
     'id', 'organization_id', 'task_run_id', 'workflow_run_id', 'exchange', 'routing_key', 'payload',
-    'fencing_token_snapshot', 'attempt_snapshot', 'published_at', 'created_at']);
+    'fencing_token_snapshot', 'attempt_snapshot', 'published_at', 'created_at',
+    'publish_attempts', 'next_attempt_at', 'last_error']);
 SELECT columns_are('flowforge', 'task_run_event', ARRAY[
     'id', 'seq', 'organization_id', 'workflow_run_id', 'task_run_id', 'kind', 'from_state', 'to_state',
     'fencing_token', 'attempt', 'detail', 'created_at']);

@@ -8,7 +8,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(164);
+SELECT plan(166);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -439,6 +439,10 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.outbox_message SET payload = '"x"' 
           '23514 outbox_payload_is_object', 'outbox_payload_is_object: a scalar payload is refused');
 SELECT is(pg_temp.accepted('outbox_payload_is_object', $$UPDATE flowforge.outbox_message SET payload = '{}' WHERE task_run_id = pg_temp.tr('R', 'a')$$),
           'accepted', 'outbox_payload_is_object: an object payload is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.outbox_message SET publish_attempts = -1 WHERE task_run_id = pg_temp.tr('R', 'a')$$),
+          '23514 outbox_publish_attempts_non_negative', 'outbox_publish_attempts_non_negative: a negative count is refused');
+SELECT is(pg_temp.accepted('outbox_publish_attempts_non_negative', $$UPDATE flowforge.outbox_message SET publish_attempts = 2 WHERE task_run_id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'outbox_publish_attempts_non_negative: a count of attempts is accepted');
 
 -- ===========================================================================
 -- task_run_event  (append-only, so its CHECK is proven on INSERT)

@@ -4,7 +4,7 @@
 -- exists right after start_run returns" is "the row is written in the same
 -- transaction as the task became eligible".
 BEGIN;
-SELECT plan(82);
+SELECT plan(88);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 -- ------------------------------------------------------- configure_queue: validation
@@ -251,6 +251,25 @@ SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(100) t WHERE t.id IN 
 SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(100)),
           (SELECT count(*)::int FROM flowforge.outbox_message WHERE published_at IS NULL),
     'and still returns every other unpublished row');
+
+-- ------------------------------------------------------- defer_outbox
+-- A message the broker refused waits 2^attempts seconds (at most 5 minutes),
+-- so refused messages cannot keep newer ones from being taken.
+SELECT t.id AS m_refused FROM flowforge.take_outbox(1) t \gset
+SELECT is(flowforge.defer_outbox(ARRAY[:'m_refused']::uuid[], 'unroutable: NO_ROUTE'), 1, 'defer_outbox defers one row: 1');
+SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(100) t WHERE t.id = :'m_refused'), 0,
+    'a deferred row is not offered by take_outbox');
+SELECT results_eq(
+    format($$SELECT publish_attempts, next_attempt_at - flowforge.now(), last_error FROM flowforge.outbox_message WHERE id = %L$$, :'m_refused'),
+    $$VALUES (1, interval '1 second', 'unroutable: NO_ROUTE'::text)$$,
+    'the attempt is counted, the error kept, the first wait is 1 second');
+SELECT flowforge_test.advance_clock('1 second') \gset
+SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(100) t WHERE t.id = :'m_refused'), 1,
+    'once its wait has passed it is offered again');
+SELECT count(flowforge.defer_outbox(ARRAY[:'m_refused']::uuid[], 'x')) AS deferrals FROM generate_series(1, 20) \gset
+SELECT is((SELECT next_attempt_at - flowforge.now() FROM flowforge.outbox_message WHERE id = :'m_refused'),
+    interval '5 minutes', 'the wait doubles and stops at 5 minutes');
+SELECT is(flowforge.defer_outbox(ARRAY[:'m_a']::uuid[], 'x'), 0, 'a published row is not deferred: 0');
 
 SELECT * FROM finish();
 ROLLBACK;
