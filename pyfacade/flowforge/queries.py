@@ -104,6 +104,13 @@ HEARTBEAT = "SELECT flowforge.heartbeat(%(task_run_id)s, %(fencing_token)s, %(le
 
 COMPLETE = "SELECT flowforge.complete(%(task_run_id)s, %(fencing_token)s, %(output)s)"
 
+# Batched completions (pull workers): one transaction for many results; a
+# refusal is reported per task ('stale', 'not_running', 'not_found').
+COMPLETE_MANY = """
+SELECT task_run_id, outcome
+  FROM flowforge.complete_many(%(ids)s::uuid[], %(tokens)s::bigint[], %(outputs)s::jsonb[])
+"""
+
 FAIL = "SELECT flowforge.fail(%(task_run_id)s, %(fencing_token)s, %(error)s, %(retryable)s)"
 
 # --- the SQL API: reads (sql/functions/70_reads.sql) ---------------------------
