@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(144);
+SELECT plan(146);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the seven group roles exist, cannot log in and carry no attribute
@@ -198,55 +198,78 @@ SELECT is_empty(
         AND obj_description(p.oid, 'pg_proc') IS NULL$$,
     'every non-underscore function in flowforge has a COMMENT');
 
+-- Internals are closed, with two documented exceptions: _caller() and
+-- _caller_organization() (SECURITY DEFINER) are what current_organization(),
+-- which runs with the caller's rights, resolves through. They only ever tell a
+-- caller its own identity.
+SELECT is_empty(
+    $$SELECT r.rolname::text || ' -> ' || p.oid::regprocedure::text FROM pg_proc p CROSS JOIN pg_roles r
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proname ~ '^_'
+        AND p.oid::regprocedure::text NOT IN ('flowforge._caller()', 'flowforge._caller_organization()')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND has_function_privilege(r.oid, p.oid, 'EXECUTE')$$,
+    'no internal (underscore) function but _caller/_caller_organization is executable by a runtime role');
+
+-- Cross-tenant functions (owned by flowforge_system) reach tenants only where
+-- they check the caller themselves: identity, members, keys. A new
+-- system-owned function is closed to tenants until it is added here.
+SELECT is_empty(
+    $$SELECT r.rolname::text || ' -> ' || p.oid::regprocedure::text FROM pg_proc p CROSS JOIN pg_roles r
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND pg_get_userbyid(p.proowner) = 'flowforge_system'
+        AND p.oid::regprocedure::text NOT IN (
+            'flowforge._caller()', 'flowforge._caller_organization()', 'flowforge.schema_version()',
+            'flowforge.add_member(text,name,text)', 'flowforge.remove_member(text,name)',
+            'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)', 'flowforge.authenticate(text)')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_gateway', 'flowforge_readonly')
+        AND has_function_privilege(r.oid, p.oid, 'EXECUTE')$$,
+    'tenant-facing roles execute no cross-tenant function (tick, reaper, outbox drain, create_organization, _audit)');
+
+SELECT set_eq(
+    $$SELECT r.rolname::text FROM pg_roles r
+      WHERE r.rolname LIKE 'flowforge\_%' AND r.rolname NOT IN ('flowforge_owner', 'flowforge_system')
+        AND has_function_privilege(r.oid, 'flowforge.authenticate(text)', 'EXECUTE')$$,
+    ARRAY['flowforge_gateway'],
+    'of the runtime roles only flowforge_gateway may call authenticate');
+
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
-      WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proname ~ '^_'
-        AND EXISTS (SELECT 1 FROM pg_roles r
-                    WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway',
-                                        'flowforge_readonly')
-                      AND has_function_privilege(r.oid, p.oid, 'EXECUTE'))$$,
-    'no internal (underscore) function is executable by a runtime role');
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND pg_get_userbyid(p.proowner) = 'flowforge_owner'
+        AND p.oid::regprocedure::text NOT IN ('flowforge.now()', 'flowforge.current_organization()')
+        AND has_function_privilege('flowforge_daemon', p.oid, 'EXECUTE')$$,
+    'flowforge_daemon executes no tenant API function');
 
--- Exactly what each runtime role may execute (docs/security.md lists the same).
-SELECT set_eq(
+SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
-      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_app', p.oid, 'EXECUTE')$$,
-    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()',
-          'flowforge.define_workflow(jsonb)', 'flowforge.start_run(text,jsonb,text)', 'flowforge.cancel_run(uuid,text)',
-          'flowforge.retry_run(uuid)', 'flowforge.run_events(uuid)', 'flowforge.configure_queue(text,text,text,interval)',
-          'flowforge.add_member(text,name,text)', 'flowforge.remove_member(text,name)',
-          'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)'],
-    'flowforge_app executes exactly the application API');
-SELECT set_eq(
-    $$SELECT p.oid::regprocedure::text FROM pg_proc p
-      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_worker', p.oid, 'EXECUTE')$$,
-    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()',
-          'flowforge.claim(text[],text,interval,integer)', 'flowforge.heartbeat(uuid,bigint,interval)',
-          'flowforge.complete(uuid,bigint,jsonb)', 'flowforge.fail(uuid,bigint,text,boolean)'],
-    'flowforge_worker executes exactly the worker protocol');
-SELECT set_eq(
-    $$SELECT p.oid::regprocedure::text FROM pg_proc p
-      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_daemon', p.oid, 'EXECUTE')$$,
-    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()', 'flowforge.tick()',
-          'flowforge.reap_expired_leases(integer)', 'flowforge.take_outbox(integer)', 'flowforge.mark_published(uuid[])'],
-    'flowforge_daemon executes exactly tick, the reaper and the outbox drain');
-SELECT set_eq(
-    $$SELECT p.oid::regprocedure::text FROM pg_proc p
-      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_gateway', p.oid, 'EXECUTE')$$,
-    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()',
-          'flowforge.authenticate(text)',
-          'flowforge.define_workflow(jsonb)', 'flowforge.start_run(text,jsonb,text)', 'flowforge.cancel_run(uuid,text)',
-          'flowforge.retry_run(uuid)', 'flowforge.run_events(uuid)', 'flowforge.configure_queue(text,text,text,interval)',
-          'flowforge.add_member(text,name,text)', 'flowforge.remove_member(text,name)',
-          'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)',
-          'flowforge.claim(text[],text,interval,integer)', 'flowforge.heartbeat(uuid,bigint,interval)',
-          'flowforge.complete(uuid,bigint,jsonb)', 'flowforge.fail(uuid,bigint,text,boolean)'],
-    'flowforge_gateway executes authenticate plus the application and worker API');
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND (has_function_privilege('flowforge_app', p.oid, 'EXECUTE')
+             OR has_function_privilege('flowforge_worker', p.oid, 'EXECUTE'))
+        AND NOT has_function_privilege('flowforge_gateway', p.oid, 'EXECUTE')$$,
+    'flowforge_gateway may call everything flowforge_app and flowforge_worker may call');
+
 SELECT set_eq(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_readonly', p.oid, 'EXECUTE')$$,
-    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()'],
-    'flowforge_readonly executes only now, current_organization, schema_version');
+    ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()', 'flowforge._caller()',
+          'flowforge._caller_organization()'],
+    'flowforge_readonly executes only now, current_organization (and its two helpers), schema_version');
+
+-- Inside an API call the organization is cached in the setting
+-- flowforge.caller_org, which the tenant policies trust. That is sound only
+-- because every definer function resets it on entry (and restores it on
+-- exit): one without the reset would honour a value the caller SET.
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND p.prosecdef
+        AND NOT (coalesce(p.proconfig, '{}') @> ARRAY['flowforge.caller_org=']::text[])$$,
+    'every SECURITY DEFINER function pins flowforge.caller_org = '''' (a value the caller SET is discarded on entry)');
+
+-- A view that is not security_invoker runs as its owner (flowforge_owner), whose
+-- tenant policy would then read a setting the caller controls.
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('v', 'm')
+        AND NOT coalesce(c.reloptions @> ARRAY['security_invoker=true'], false)$$,
+    'every flowforge view is security_invoker');
 
 -- Default privileges: a function the owners create later is closed until granted.
 SELECT is_empty(
