@@ -26,7 +26,8 @@ N = c.scale(2000, 500)
 def main() -> None:
     dsn = c.flowforge_database("profile")
     c.define(dsn, c.SINGLE_SPEC)
-    c.start_runs(dsn, "single", N + 200)
+    k = c.scale(300, 100)  # auto_explain pairs
+    c.start_runs(dsn, "single", 100 + N + k + 50)  # warm-up, timed pairs, explained pairs, spare
     step = c.ff_single_step("profile")
     with c.connect(dsn) as conn:
         for _ in range(100):  # warm-up, not counted
@@ -64,7 +65,6 @@ def main() -> None:
             stats[text][0] += 1
             stats[text][1] += float(m.group(1))
 
-    k = c.scale(300, 100)
     with c.connect(dsn) as conn:
         conn.execute("LOAD 'auto_explain'")
         for setting, value in (("auto_explain.log_min_duration", "0"), ("auto_explain.log_nested_statements", "on"),
