@@ -61,8 +61,9 @@ COMMENT ON FUNCTION flowforge._caller() IS
 -- kept in flowforge.caller_org for the rest of that call: every SECURITY
 -- DEFINER function pins flowforge.caller_org = '' in its SET clause, so the
 -- value a caller may SET is discarded on entry and whatever _authorize stores
--- is discarded on exit. Outside an API call nothing trusts the setting (no
--- runtime role can read a tenant table directly). Plain SQL, no SET clause and
+-- is discarded on exit. The cache is read only while FlowForge's own roles
+-- are the current user (inside those definer functions, which no tenant can
+-- SET ROLE to); any other caller gets its organization resolved afresh. Plain SQL, no SET clause and
 -- no sub-select: the planner inlines it into each RLS policy's InitPlan, so a
 -- policy costs one current_setting() per statement.
 CREATE OR REPLACE FUNCTION flowforge._caller_organization() RETURNS uuid
@@ -76,8 +77,10 @@ COMMENT ON FUNCTION flowforge._caller_organization() IS
 CREATE OR REPLACE FUNCTION flowforge.current_organization() RETURNS uuid
 LANGUAGE sql STABLE
 AS $$
-    SELECT coalesce(NULLIF(pg_catalog.current_setting('flowforge.caller_org', true), '')::uuid,
-                    flowforge._caller_organization())
+    SELECT CASE WHEN CURRENT_USER IN ('flowforge_owner', 'flowforge_system')
+                THEN coalesce(NULLIF(pg_catalog.current_setting('flowforge.caller_org', true), '')::uuid,
+                              flowforge._caller_organization())
+                ELSE flowforge._caller_organization() END
 $$;
 COMMENT ON FUNCTION flowforge.current_organization() IS
   'current_organization() -> uuid. The organization the caller acts in (see _caller): every API function and every '
@@ -159,6 +162,25 @@ BEGIN
     END IF;
 END;
 $$;
+CREATE OR REPLACE FUNCTION flowforge._check_text_size(p_value text, p_what text) RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_limit integer;
+BEGIN
+    IF p_value IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT s.max_payload_bytes INTO v_limit FROM flowforge.setting s;
+    IF octet_length(p_value) > v_limit THEN
+        RAISE EXCEPTION '% is % bytes, over the limit of % bytes', p_what, octet_length(p_value), v_limit
+            USING ERRCODE = 'FF009', HINT = 'Shorten it; the limit is flowforge.setting.max_payload_bytes.';
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._check_text_size(text, text) IS
+  'Internal: raises FF009 when a text is longer (in bytes) than flowforge.setting.max_payload_bytes.';
+
 COMMENT ON FUNCTION flowforge._check_size(jsonb, text) IS
   'Internal: raises FF009 when a jsonb value is larger than flowforge.setting.max_payload_bytes (default 1 MiB).';
 
@@ -205,12 +227,15 @@ AS $$
 DECLARE
     v_id uuid;
 BEGIN
-    SELECT o.id INTO v_id FROM flowforge.organization o WHERE o.slug = p_slug;
-    IF v_id IS NOT NULL AND flowforge._is_operator() THEN
-        RETURN v_id;
+    -- Rights first, so a member learns nothing about which slugs exist; then
+    -- "not found" and "not yours" are the same answer.
+    IF flowforge._is_operator() THEN
+        SELECT o.id INTO v_id FROM flowforge.organization o WHERE o.slug = p_slug;
+    ELSE
+        SELECT o.id INTO v_id FROM flowforge.organization o
+        WHERE o.slug = p_slug AND o.id = flowforge._authorize('admin');
     END IF;
-    -- Not found and not yours are the same answer.
-    IF v_id IS NULL OR v_id IS DISTINCT FROM flowforge._authorize('admin') THEN
+    IF v_id IS NULL THEN
         RAISE EXCEPTION 'organization % not found', coalesce(quote_literal(p_slug), 'NULL')
             USING ERRCODE = 'FF001', HINT = 'Check the slug; you can only manage your own organization.';
     END IF;
@@ -218,8 +243,34 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._administered_organization(text) IS
-  'Internal: the id of the organization with this slug when the caller is the operator or an admin/owner of it; '
-  'FF001 otherwise (no existence oracle), FF007 when the caller is a member without admin rights.';
+  'Internal: the id of the organization with this slug when the caller is the operator or an admin/owner of it. '
+  'FF007 when the caller is not an admin (checked before any lookup), FF001 for an unknown slug or another '
+  'organization''s (no existence oracle).';
+
+-- Nobody hands out more rights than they hold: an admin cannot create an
+-- owner key, map an owner, or change or remove a member who outranks it.
+CREATE OR REPLACE FUNCTION flowforge._check_grantable(p_role text, p_current_role text) RETURNS void
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_mine text;
+BEGIN
+    IF flowforge._is_operator() THEN
+        RETURN;
+    END IF;
+    SELECT c.role INTO v_mine FROM flowforge._caller() c;
+    IF flowforge._role_rank(p_role) > flowforge._role_rank(v_mine)
+       OR flowforge._role_rank(p_current_role) > flowforge._role_rank(v_mine) THEN
+        RAISE EXCEPTION 'permission denied: a % cannot grant or change the % role', v_mine,
+            CASE WHEN flowforge._role_rank(p_role) > flowforge._role_rank(v_mine) THEN p_role ELSE p_current_role END
+            USING ERRCODE = 'FF007', HINT = 'Ask an organization owner.';
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._check_grantable(text, text) IS
+  'Internal: FF007 unless the caller is the operator or its membership role ranks at least as high as both the role '
+  'it grants and the current role of the member or key it changes.';
 
 CREATE OR REPLACE FUNCTION flowforge.add_member(organization text, member name, role text DEFAULT 'member')
 RETURNS void
@@ -235,11 +286,19 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'viewer reads; member runs workflows; admin manages keys and members.';
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = add_member.member AND NOT r.rolsuper)
-       OR add_member.member::text LIKE 'flowforge\_%' THEN
-        RAISE EXCEPTION 'member must be an existing, non-superuser database role outside flowforge_*, got %',
+       OR add_member.member::text LIKE 'flowforge\_%'
+       OR pg_has_role(add_member.member, 'flowforge_owner', 'MEMBER')
+       OR pg_has_role(add_member.member, 'flowforge_system', 'MEMBER')
+       OR pg_has_role(add_member.member, 'flowforge_gateway', 'MEMBER')
+       OR pg_has_role(add_member.member, 'flowforge_daemon', 'MEMBER')
+       OR pg_has_role(add_member.member, 'flowforge_readonly', 'MEMBER') THEN
+        -- The operator's, the daemon's and the gateway's logins act for no tenant.
+        RAISE EXCEPTION 'member must be an existing login role that is not a superuser nor a member of a flowforge_* role, got %',
             quote_ident(add_member.member)
             USING ERRCODE = 'FF003', HINT = 'CREATE ROLE ... LOGIN first.';
     END IF;
+    PERFORM flowforge._check_grantable(add_member.role,
+        (SELECT m.role FROM flowforge.membership m WHERE m.organization_id = v_org AND m.member = add_member.member));
     IF EXISTS (SELECT 1 FROM flowforge.membership m
                WHERE m.member = add_member.member AND m.organization_id <> v_org) THEN
         RAISE EXCEPTION 'role % already belongs to another organization', quote_ident(add_member.member)
@@ -267,6 +326,8 @@ AS $$
 DECLARE
     v_org uuid := flowforge._administered_organization(remove_member.organization);
 BEGIN
+    PERFORM flowforge._check_grantable(NULL,
+        (SELECT m.role FROM flowforge.membership m WHERE m.organization_id = v_org AND m.member = remove_member.member));
     DELETE FROM flowforge.membership m WHERE m.organization_id = v_org AND m.member = remove_member.member;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'member % not found', quote_ident(remove_member.member)
@@ -299,6 +360,7 @@ BEGIN
     IF create_api_key.name IS NULL OR length(create_api_key.name) NOT BETWEEN 1 AND 100 THEN
         RAISE EXCEPTION 'key name must be 1 to 100 characters' USING ERRCODE = 'FF003', HINT = 'Name what uses the key.';
     END IF;
+    PERFORM flowforge._check_grantable(create_api_key.role, NULL);
     v_token := v_prefix || '_' || v_secret;
     -- sha256 of a high-entropy token: a slow password hash would only hand attackers a CPU lever.
     INSERT INTO flowforge.api_key (organization_id, name, prefix, hashed_key, role, created_at)
@@ -318,16 +380,21 @@ SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
 AS $$
 DECLARE
+    v_operator constant boolean := flowforge._is_operator();
+    v_mine uuid;
     v_key record;
 BEGIN
-    SELECT k.id, k.organization_id, o.slug INTO v_key
-    FROM flowforge.api_key k JOIN flowforge.organization o ON o.id = k.organization_id
-    WHERE k.prefix = revoke_api_key.prefix;
+    IF NOT v_operator THEN
+        v_mine := flowforge._authorize('admin');
+    END IF;
+    SELECT k.id, k.organization_id, k.role INTO v_key
+    FROM flowforge.api_key k
+    WHERE k.prefix = revoke_api_key.prefix AND (v_operator OR k.organization_id = v_mine);
     IF NOT FOUND THEN
         RAISE EXCEPTION 'API key % not found', coalesce(quote_literal(revoke_api_key.prefix), 'NULL')
-            USING ERRCODE = 'FF001', HINT = 'Pass the key''s prefix (ffk_...), not the secret.';
+            USING ERRCODE = 'FF001', HINT = 'Pass the key''s prefix (ffk_...), not the secret; only your organization''s keys.';
     END IF;
-    PERFORM flowforge._administered_organization(v_key.slug);
+    PERFORM flowforge._check_grantable(NULL, v_key.role);
     UPDATE flowforge.api_key k SET revoked_at = coalesce(k.revoked_at, flowforge.now()) WHERE k.id = v_key.id;
     DELETE FROM flowforge.gateway_session g WHERE g.api_key_id = v_key.id;
     PERFORM flowforge._audit(v_key.organization_id, 'revoke', 'api_key', revoke_api_key.prefix, ARRAY['revoked_at']);
@@ -359,11 +426,17 @@ BEGIN
     ON CONFLICT ON CONSTRAINT gateway_session_pkey DO UPDATE
     SET xact_id = EXCLUDED.xact_id, organization_id = EXCLUDED.organization_id, role = EXCLUDED.role,
         api_key_id = EXCLUDED.api_key_id, created_at = EXCLUDED.created_at;
-    UPDATE flowforge.api_key k SET last_used_at = flowforge.now() WHERE k.id = v_key.id;
+    -- At most once a minute and never waiting: concurrent gateway transactions
+    -- with one key must not queue behind this row lock.
+    UPDATE flowforge.api_key k SET last_used_at = flowforge.now()
+    WHERE k.id = (SELECT u.id FROM flowforge.api_key u
+                  WHERE u.id = v_key.id
+                    AND (u.last_used_at IS NULL OR u.last_used_at < flowforge.now() - interval '1 minute')
+                  FOR NO KEY UPDATE SKIP LOCKED);
     RETURN v_key.organization_id;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.authenticate(api_key text) IS
   'authenticate(api_key text) -> uuid. For gateway connections (flowforge_gateway): verifies the key (prefix lookup, '
   'sha256 compare, not revoked) and confines the rest of the current transaction to its organization and role; '
-  'returns the organization id. Records last_used_at. Errors: FF008 invalid, unknown or revoked key (one answer).';
+  'returns the organization id. Records last_used_at (to the minute). Errors: FF008 invalid, unknown or revoked key (one answer).';

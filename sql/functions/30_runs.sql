@@ -116,6 +116,7 @@ DECLARE
     v_now constant timestamptz := flowforge.now();
     v_run record;
 BEGIN
+    PERFORM flowforge._check_text_size(cancel_run.reason, 'cancel reason');
     SELECT r.id, r.state INTO v_run
     FROM flowforge.workflow_run r
     WHERE r.id = cancel_run.run_id AND r.organization_id = v_org

@@ -197,6 +197,7 @@ DECLARE
     v_now constant timestamptz := flowforge.now();
     v_task record;
 BEGIN
+    PERFORM flowforge._check_text_size(fail.error, 'error text');
     IF flowforge._lock_run_of(fail.task_run_id) IS NULL THEN
         PERFORM flowforge._refuse_task_write(fail.task_run_id, fail.fencing_token, 'fail');
     END IF;

@@ -38,7 +38,9 @@ $$;
 GRANT flowforge_app, flowforge_worker TO flowforge_system WITH ADMIN OPTION;
 
 -- Runtime defaults: a stuck client must not hold locks or a transaction open for long.
--- (They apply to sessions that log in as these roles; add_member copies them to member logins.)
+-- (They apply to sessions that log in as these roles; ALTER ROLE settings of a
+-- group role do not reach its members, so operators set them on each login —
+-- docs/security.md.)
 ALTER ROLE flowforge_app SET statement_timeout = '30s';
 ALTER ROLE flowforge_app SET lock_timeout = '5s';
 ALTER ROLE flowforge_app SET idle_in_transaction_session_timeout = '60s';
