@@ -135,30 +135,6 @@ COMMENT ON FUNCTION flowforge.get_run(uuid) IS
   'attempt, fencing_token, lease, ready_at, remaining_deps, error, output, depends_on, times). Viewer rights. '
   'Errors: FF001 no such run in the caller''s organization.';
 
--- For DBAs and monitoring (flowforge_readonly, or a superuser in psql): the
--- outbox backlog. security_invoker, so the reader's own rights and RLS apply.
-CREATE OR REPLACE VIEW flowforge.outbox_backlog WITH (security_invoker = true) AS
-SELECT m.organization_id, m.exchange, count(*) AS messages, min(m.created_at) AS oldest,
-       flowforge.now() - min(m.created_at) AS oldest_age
-FROM flowforge.outbox_message m
-WHERE m.published_at IS NULL
-GROUP BY m.organization_id, m.exchange;
-COMMENT ON VIEW flowforge.outbox_backlog IS
-  'Unpublished outbox messages per organization and exchange, with the age of the oldest (served by idx_outbox_pending).';
-
--- Runs with their workflow name and progress, newest first.
-CREATE OR REPLACE VIEW flowforge.run_overview WITH (security_invoker = true) AS
-SELECT r.organization_id, r.id, w.name AS workflow, w.version, r.state, r.tasks_total,
-       r.tasks_total - r.tasks_remaining AS tasks_finished, r.tasks_failed,
-       r.created_at, r.started_at, r.finished_at, coalesce(r.finished_at, flowforge.now()) - r.started_at AS duration
-FROM flowforge.workflow_run r
-JOIN flowforge.workflow w ON w.id = r.workflow_id;
-COMMENT ON VIEW flowforge.run_overview IS
-  'Every run with its workflow name, version, state, progress and duration (for psql and monitoring).';
-
-GRANT SELECT ON flowforge.outbox_backlog, flowforge.run_overview TO flowforge_readonly;
-ALTER VIEW flowforge.outbox_backlog OWNER TO flowforge_owner;
-ALTER VIEW flowforge.run_overview OWNER TO flowforge_owner;
 
 CREATE OR REPLACE FUNCTION flowforge.queue_settings(names text[])
 RETURNS TABLE (name text, exchange text, routing_key text, dispatch_lease interval)

@@ -78,11 +78,12 @@ SELECT m.id, m.exchange::text, m.routing_key::text,
        m.task_run_id::text || ':' || m.fencing_token_snapshot::text, m.payload, m.created_at
 FROM flowforge.outbox_message m
 WHERE m.published_at IS NULL
+  AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= {now})
 ORDER BY m.created_at
 LIMIT {batch}
 FOR UPDATE SKIP LOCKED
 """
-OUTBOX_DRAIN_SOURCE = {"batch": "take_outbox.batch"}
+OUTBOX_DRAIN_SOURCE = {"batch": "take_outbox.batch", "now": "flowforge.now()"}
 
 RUN_EVENTS_PER_TASK = """
 SELECT ev.* FROM flowforge.task_run t
@@ -289,7 +290,7 @@ def test_reaper_candidates_use_idx_taskrun_lease_expiry(conn):
 
 def test_outbox_drain_uses_idx_outbox_pending(conn):
     _check_copy(conn, TAKE_OUTBOX, OUTBOX_DRAIN, OUTBOX_DRAIN_SOURCE)
-    nodes = _explain(conn, OUTBOX_DRAIN.format(batch=100), TAKE_OUTBOX)
+    nodes = _explain(conn, OUTBOX_DRAIN.format(batch=100, now="now()"), TAKE_OUTBOX)
     _assert_uses_index(nodes, "idx_outbox_pending", "outbox_message")
 
 

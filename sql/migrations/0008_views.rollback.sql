@@ -1,0 +1,2 @@
+DROP VIEW flowforge.run_overview;
+DROP VIEW flowforge.outbox_backlog;
