@@ -158,7 +158,7 @@ SELECT fk_ok('flowforge', 'idempotency_key', 'workflow_run_id', 'flowforge', 'wo
 SELECT fk_ok('flowforge', 'outbox_message', 'organization_id', 'flowforge', 'organization', 'id');
 SELECT fk_ok('flowforge', 'outbox_message', 'task_run_id', 'flowforge', 'task_run', 'id');
 SELECT fk_ok('flowforge', 'outbox_message', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
-SELECT fk_ok('flowforge', 'task_run_event', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT hasnt_fk('flowforge', 'task_run_event', 'task_run_event has no foreign key (history outlives runs; no key-share lock per transition)');
 SELECT fk_ok('flowforge', 'queue', 'organization_id', 'flowforge', 'organization', 'id');
 
 -- The exact set of foreign keys, with ON DELETE rule (c = CASCADE, r = RESTRICT)
@@ -188,7 +188,6 @@ SELECT results_eq(
              ('flowforge.task_run',          'task_run_organization_fkey',          'r', false, false),
              ('flowforge.task_run',          'task_run_task_fkey',                  'r', false, false),
              ('flowforge.task_run',          'task_run_workflow_run_fkey',          'c', false, false),
-             ('flowforge.task_run_event',    'task_run_event_organization_fkey',    'r', false, false),
              ('flowforge.workflow',          'workflow_organization_fkey',          'r', false, false),
              ('flowforge.workflow_run',      'workflow_run_organization_fkey',      'r', false, false),
              ('flowforge.workflow_run',      'workflow_run_workflow_fkey',          'r', false, false)$$,
