@@ -1,7 +1,8 @@
 -- FlowForge 0001: the schema and its tenants.
 -- Every tenant row in later migrations carries organization_id NOT NULL
--- referencing organization(id): this is a new system, so there is no backfill
--- window and no NULL organization.
+-- (referencing organization(id), except the append-only event history — see
+-- 0003): this is a new system, so there is no backfill window and no NULL
+-- organization.
 
 CREATE SCHEMA flowforge;
 COMMENT ON SCHEMA flowforge IS
