@@ -25,7 +25,7 @@ import sys
 import time
 
 import common as c
-from bench_batch import ff_batch_step
+from bench_batch import ff_batch_step, sdk_batches
 
 N = int(os.environ.get("FF_BENCH_PEER_JOBS", c.scale(10_000, 2_000)))
 TIMEOUT = float(os.environ.get("FF_BENCH_PEER_TIMEOUT", "45"))
@@ -185,7 +185,9 @@ def main() -> None:
     if g_rate is not None:
         c.figure("FlowForge batched vs Graphile Worker batched", batched, "jobs/s", baseline="Graphile Worker batched",
                  baseline_value=g_rate, ratio=batched / g_rate, target=">= 1 (ahead)", met=batched >= g_rate,
-                 note="FlowForge raw loop claim 50 + complete_many, 4 threads (the SDK does not batch completions)")
+                 note="FlowForge raw loop claim 50 + complete_many, 4 threads; the SDK drain above is "
+                      + ("also batched (it completes through complete_many)" if sdk_batches() else
+                         "not batched (the SDK has no complete_many path)"))
     else:
         c.figure("FlowForge batched loop drain", batched, "jobs/s", note=f"Graphile Worker batched: {g_note}")
 
