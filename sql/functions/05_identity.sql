@@ -63,9 +63,10 @@ COMMENT ON FUNCTION flowforge._caller() IS
 -- value a caller may SET is discarded on entry and whatever _authorize stores
 -- is discarded on exit. The cache is read only while FlowForge's own roles
 -- are the current user (inside those definer functions, which no tenant can
--- SET ROLE to); any other caller gets its organization resolved afresh. Plain SQL, no SET clause and
--- no sub-select: the planner inlines it into each RLS policy's InitPlan, so a
--- policy costs one current_setting() per statement.
+-- SET ROLE to); any other caller gets its organization resolved afresh.
+-- current_organization() is plain SQL with no SET clause and no sub-select:
+-- the planner inlines it into each RLS policy's InitPlan, so a policy costs
+-- one current_setting() per statement.
 CREATE OR REPLACE FUNCTION flowforge._caller_organization() RETURNS uuid
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -128,17 +129,19 @@ COMMENT ON FUNCTION flowforge._is_operator() IS
 CREATE OR REPLACE FUNCTION flowforge._audit(p_organization_id uuid, p_action text, p_entity text, p_entity_id text,
                                             p_fields text[] DEFAULT '{}')
 RETURNS void
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
 AS $$
+BEGIN
     INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, entity_id, fields, created_at)
     VALUES (p_organization_id,
             session_user::text || coalesce(' via key ' || (SELECT k.prefix FROM flowforge.api_key k
                                                            JOIN flowforge.gateway_session g ON g.api_key_id = k.id
                                                            WHERE g.backend_pid = pg_backend_pid()
                                                              AND g.xact_id = pg_current_xact_id()), ''),
-            p_action, p_entity, p_entity_id, p_fields, flowforge.now())
+            p_action, p_entity, p_entity_id, p_fields, flowforge.now());
+END;
 $$;
 COMMENT ON FUNCTION flowforge._audit(uuid, text, text, text, text[]) IS
   'Internal: appends an audit_log row (actor = login role, plus the API key prefix for gateway calls; field names, '
@@ -150,13 +153,17 @@ LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     v_limit integer;
+    v_size integer;
 BEGIN
     IF p_value IS NULL THEN
         RETURN;
     END IF;
     SELECT s.max_payload_bytes INTO v_limit FROM flowforge.setting s;
-    IF pg_column_size(p_value) > v_limit THEN
-        RAISE EXCEPTION '% is % bytes, over the limit of % bytes', p_what, pg_column_size(p_value), v_limit
+    -- Measured as JSON text: a value read from a table may arrive compressed,
+    -- and its stored size says nothing about what a consumer will receive.
+    v_size := octet_length(p_value::text);
+    IF v_size > v_limit THEN
+        RAISE EXCEPTION '% is % bytes, over the limit of % bytes', p_what, v_size, v_limit
             USING ERRCODE = 'FF009',
                   HINT = 'Store large data elsewhere and pass a reference; the limit is flowforge.setting.max_payload_bytes.';
     END IF;
@@ -182,7 +189,8 @@ COMMENT ON FUNCTION flowforge._check_text_size(text, text) IS
   'Internal: raises FF009 when a text is longer (in bytes) than flowforge.setting.max_payload_bytes.';
 
 COMMENT ON FUNCTION flowforge._check_size(jsonb, text) IS
-  'Internal: raises FF009 when a jsonb value is larger than flowforge.setting.max_payload_bytes (default 1 MiB).';
+  'Internal: raises FF009 when a jsonb value, as JSON text, is larger than flowforge.setting.max_payload_bytes '
+  '(default 1 MiB).';
 
 CREATE OR REPLACE FUNCTION flowforge.create_organization(slug text, name text) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

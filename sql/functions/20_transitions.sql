@@ -14,8 +14,12 @@
 -- identical notifications, and the payload carries no tenant data because
 -- every database user can LISTEN.
 CREATE OR REPLACE FUNCTION flowforge._notify_ready() RETURNS void
-LANGUAGE sql VOLATILE
-AS $$ SELECT pg_notify('flowforge_ready', '') $$;
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM pg_notify('flowforge_ready', '');
+END;
+$$;
 COMMENT ON FUNCTION flowforge._notify_ready() IS
   'Internal: NOTIFY flowforge_ready with an empty payload (delivered at commit, folded to one per transaction).';
 
@@ -59,13 +63,18 @@ COMMENT ON FUNCTION flowforge._refuse_task_write(uuid, bigint, text) IS
 -- Lock the run a task run belongs to, honouring the lock order. Returns the
 -- run id, or NULL when the task run does not exist in this organization.
 CREATE OR REPLACE FUNCTION flowforge._lock_run_of(p_task_run_id uuid) RETURNS uuid
-LANGUAGE sql VOLATILE
+LANGUAGE plpgsql VOLATILE
 AS $$
-    SELECT r.id
+DECLARE
+    v_run_id uuid;
+BEGIN
+    SELECT r.id INTO v_run_id
     FROM flowforge.workflow_run r
     WHERE r.id = (SELECT tr.workflow_run_id FROM flowforge.task_run tr
                   WHERE tr.id = p_task_run_id AND tr.organization_id = flowforge.current_organization())
-    FOR NO KEY UPDATE OF r
+    FOR NO KEY UPDATE OF r;
+    RETURN v_run_id;
+END;
 $$;
 COMMENT ON FUNCTION flowforge._lock_run_of(uuid) IS
   'Internal: locks (FOR NO KEY UPDATE) the workflow_run of a task run of the caller''s organization and returns its id; '
@@ -143,6 +152,22 @@ $$;
 COMMENT ON FUNCTION flowforge._skip_dependents(uuid, uuid, timestamptz) IS
   'Internal: marks every pending transitive dependent of a failed task skipped (event "skipped"); returns the count.';
 
+-- The run-level event of a run that just ended (run_succeeded / run_failed).
+CREATE OR REPLACE FUNCTION flowforge._record_run_finished(p_run_id uuid, p_organization_id uuid, p_state varchar,
+                                                          p_tasks_failed integer, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    INSERT INTO flowforge.task_run_event
+        (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state, detail, created_at)
+    VALUES (p_organization_id, p_run_id, NULL, 'run_' || p_state, 'running', p_state,
+            jsonb_build_object('tasks_failed', p_tasks_failed), p_now);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._record_run_finished(uuid, uuid, varchar, integer, timestamptz) IS
+  'Internal: appends the run-level event of a run that just ended (run_succeeded / run_failed).';
+
 -- Count tasks that reached a terminal state; the run ends when none is left:
 -- succeeded when nothing failed, failed otherwise.
 CREATE OR REPLACE FUNCTION flowforge._settle_run(p_run_id uuid, p_finished integer, p_failed integer, p_now timestamptz)
@@ -162,10 +187,7 @@ BEGIN
     WHERE r.id = p_run_id AND r.state = 'running'
     RETURNING r.state, r.organization_id, r.tasks_failed INTO v_run;
     IF FOUND AND v_run.state <> 'running' THEN
-        INSERT INTO flowforge.task_run_event
-            (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state, detail, created_at)
-        VALUES (v_run.organization_id, p_run_id, NULL, 'run_' || v_run.state, 'running', v_run.state,
-                jsonb_build_object('tasks_failed', v_run.tasks_failed), p_now);
+        PERFORM flowforge._record_run_finished(p_run_id, v_run.organization_id, v_run.state, v_run.tasks_failed, p_now);
     END IF;
     RETURN v_run.state;
 END;

@@ -13,6 +13,9 @@ RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');

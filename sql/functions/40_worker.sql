@@ -27,6 +27,9 @@ RETURNS TABLE (task_run_id uuid, workflow_run_id uuid, task_key text, attempt in
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -97,7 +100,15 @@ BEGIN
         FROM claimed c
     )
     SELECT c.id, c.workflow_run_id, c.task_key::text, c.attempt, c.fencing_token,
-           flowforge._task_input(c.workflow_run_id, c.task_id),
+           -- The same shape as flowforge._task_input (used by push dispatch), inline:
+           -- a function call per claimed row costs more than the two lookups.
+           jsonb_build_object(
+               'run', (SELECT r.input FROM flowforge.workflow_run r WHERE r.id = c.workflow_run_id),
+               'deps', coalesce((SELECT jsonb_object_agg(up.task_key, up.output)
+                                 FROM flowforge.task_dependency td
+                                 JOIN flowforge.task_run up
+                                   ON up.workflow_run_id = c.workflow_run_id AND up.task_id = td.depends_on_task_id
+                                 WHERE td.task_id = c.task_id), '{}'::jsonb)),
            c.lease_expires_at
     FROM claimed c;
 END;
@@ -115,6 +126,9 @@ RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
@@ -151,32 +165,61 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
+    v_run record;
     v_task record;
 BEGIN
-    IF flowforge._lock_run_of(complete.task_run_id) IS NULL THEN
-        PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
-    END IF;
-    UPDATE flowforge.task_run tr
-    SET state = 'succeeded', output = complete.output, finished_at = v_now, lease_expires_at = NULL, error = NULL
-    WHERE tr.id = complete.task_run_id
-      AND tr.fencing_token = complete.fencing_token
-      AND tr.state = 'running'
-      AND tr.organization_id = v_org
-    RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt INTO v_task;
+    PERFORM flowforge._check_size(complete.output, 'task output');
+    -- Lock order: the run first. Settling its counters is what takes the lock
+    -- (one statement instead of a lock and a later update); a refusal below
+    -- raises, which undoes it. A running task only exists in a running run.
+    UPDATE flowforge.workflow_run r
+    SET tasks_remaining = r.tasks_remaining - 1,
+        state = CASE WHEN r.tasks_remaining = 1
+                     THEN CASE WHEN r.tasks_failed > 0 THEN 'failed' ELSE 'succeeded' END
+                     ELSE r.state END,
+        finished_at = CASE WHEN r.tasks_remaining = 1 THEN v_now END
+    WHERE r.id = (SELECT tr.workflow_run_id FROM flowforge.task_run tr
+                  WHERE tr.id = complete.task_run_id AND tr.organization_id = v_org)
+      AND r.state = 'running'
+    RETURNING r.state, r.organization_id, r.tasks_failed INTO v_run;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
     END IF;
-    PERFORM flowforge._check_size(complete.output, 'task output');
-    INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
-                                          fencing_token, attempt, created_at)
-    VALUES (v_task.organization_id, v_task.workflow_run_id, complete.task_run_id, 'completed', 'running', 'succeeded',
-            complete.fencing_token, v_task.attempt, v_now);
-    PERFORM flowforge._release_dependents(v_task.workflow_run_id, v_task.task_id, v_now);
-    PERFORM flowforge._settle_run(v_task.workflow_run_id, 1, 0, v_now);
+    WITH done AS (
+        UPDATE flowforge.task_run tr
+        SET state = 'succeeded', output = complete.output, finished_at = v_now, lease_expires_at = NULL, error = NULL
+        WHERE tr.id = complete.task_run_id
+          AND tr.fencing_token = complete.fencing_token
+          AND tr.state = 'running'
+          AND tr.organization_id = v_org
+        RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt,
+                  EXISTS (SELECT 1 FROM flowforge.task_dependency td WHERE td.depends_on_task_id = tr.task_id)
+                      AS has_dependents
+    ), event AS (
+        INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
+                                              fencing_token, attempt, created_at)
+        SELECT d.organization_id, d.workflow_run_id, complete.task_run_id, 'completed', 'running', 'succeeded',
+               complete.fencing_token, d.attempt, v_now
+        FROM done d
+    )
+    SELECT d.workflow_run_id, d.task_id, d.has_dependents INTO v_task FROM done d;
+    IF NOT FOUND THEN
+        PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
+    END IF;
+    IF v_task.has_dependents THEN
+        PERFORM flowforge._release_dependents(v_task.workflow_run_id, v_task.task_id, v_now);
+    END IF;
+    IF v_run.state <> 'running' THEN
+        PERFORM flowforge._record_run_finished(v_task.workflow_run_id, v_run.organization_id, v_run.state,
+                                               v_run.tasks_failed, v_now);
+    END IF;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.complete(uuid, bigint, jsonb) IS
@@ -191,6 +234,9 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');

@@ -4,6 +4,9 @@ CREATE OR REPLACE FUNCTION flowforge.reap_expired_leases(max_rows integer DEFAUL
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_now constant timestamptz := flowforge.now();
@@ -74,6 +77,9 @@ CREATE OR REPLACE FUNCTION flowforge.tick() RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_reaped integer;

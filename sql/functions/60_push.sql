@@ -168,6 +168,9 @@ RETURNS TABLE (id uuid, exchange text, routing_key text, message_id text, payloa
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -195,6 +198,9 @@ CREATE OR REPLACE FUNCTION flowforge.mark_published(ids uuid[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+-- Generic plans: every statement here is a key lookup, and re-planning per call
+-- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_marked integer;
