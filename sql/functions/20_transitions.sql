@@ -23,6 +23,18 @@ $$;
 COMMENT ON FUNCTION flowforge._notify_ready() IS
   'Internal: NOTIFY flowforge_ready with an empty payload (delivered at commit, folded to one per transaction).';
 
+-- One answer for a run that does not exist and a run of another organization.
+CREATE OR REPLACE FUNCTION flowforge._run_not_found(p_run text) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    RAISE EXCEPTION 'run % not found', p_run
+        USING ERRCODE = 'FF001', HINT = 'Check the id; a run of another organization is not found either.';
+END;
+$$;
+COMMENT ON FUNCTION flowforge._run_not_found(text) IS
+  'Internal: raises FF001 "run ... not found" — the same for an unknown id and another organization''s. Never returns.';
+
 -- Explain why a write naming (task_run_id, fencing_token) matched nothing.
 -- Called only after the conditional UPDATE missed; always raises.
 CREATE OR REPLACE FUNCTION flowforge._refuse_task_write(p_task_run_id uuid, p_fencing_token bigint, p_operation text)

@@ -125,8 +125,7 @@ BEGIN
     WHERE r.id = cancel_run.run_id AND r.organization_id = v_org
     FOR NO KEY UPDATE;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'run % not found', cancel_run.run_id
-            USING ERRCODE = 'FF001', HINT = 'Check the id; a run of another organization is not found either.';
+        PERFORM flowforge._run_not_found(cancel_run.run_id::text);
     END IF;
     IF v_run.state NOT IN ('pending', 'running') THEN
         RAISE EXCEPTION 'cancel_run refused: run % is already %', cancel_run.run_id, v_run.state
@@ -185,8 +184,7 @@ BEGIN
     WHERE r.id = retry_run.run_id AND r.organization_id = v_org
     FOR NO KEY UPDATE;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'run % not found', retry_run.run_id
-            USING ERRCODE = 'FF001', HINT = 'Check the id; a run of another organization is not found either.';
+        PERFORM flowforge._run_not_found(retry_run.run_id::text);
     END IF;
     IF v_run.state NOT IN ('failed', 'cancelled') THEN
         RAISE EXCEPTION 'retry_run refused: run % is %', retry_run.run_id, v_run.state
@@ -255,8 +253,7 @@ DECLARE
     v_org constant uuid := flowforge._authorize('viewer');
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM flowforge.workflow_run r WHERE r.id = run_events.run_id AND r.organization_id = v_org) THEN
-        RAISE EXCEPTION 'run % not found', run_events.run_id
-            USING ERRCODE = 'FF001', HINT = 'Check the id; a run of another organization is not found either.';
+        PERFORM flowforge._run_not_found(run_events.run_id::text);
     END IF;
     RETURN QUERY
     SELECT e.seq, e.created_at, e.task_run_id, tr.task_key::text, e.kind::text, e.from_state::text, e.to_state::text,

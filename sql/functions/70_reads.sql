@@ -124,8 +124,7 @@ BEGIN
     JOIN flowforge.workflow w ON w.id = r.workflow_id
     WHERE r.id = get_run.run_id AND r.organization_id = v_org;
     IF v_result IS NULL THEN
-        RAISE EXCEPTION 'run % not found', get_run.run_id
-            USING ERRCODE = 'FF001', HINT = 'Check the id; a run of another organization is not found either.';
+        PERFORM flowforge._run_not_found(get_run.run_id::text);
     END IF;
     RETURN v_result;
 END;
@@ -175,8 +174,7 @@ BEGIN
         WHERE r.organization_id = v_org AND r.id::text LIKE lower(resolve_run_id.id_prefix) || '%'
         LIMIT 2) r;
     IF v_ids IS NULL THEN
-        RAISE EXCEPTION 'run % not found', resolve_run_id.id_prefix
-            USING ERRCODE = 'FF001', HINT = 'Check the id; a run of another organization is not found either.';
+        PERFORM flowforge._run_not_found(resolve_run_id.id_prefix::text);
     END IF;
     IF cardinality(v_ids) > 1 THEN
         RAISE EXCEPTION 'run id prefix % is ambiguous', resolve_run_id.id_prefix
