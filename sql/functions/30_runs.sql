@@ -165,7 +165,7 @@ COMMENT ON FUNCTION flowforge.cancel_run(uuid, text) IS
   'cancel_run(run_id uuid, reason text default null). Cancels a pending or running run of the caller''s organization: '
   'the run and every unfinished task run become cancelled; running tasks get a new fencing token, so their holders'' '
   'next heartbeat/complete/fail is refused with FF004. Events: cancelled per task, run_cancelled. '
-  'Errors: FF001 no such run; FF005 the run already finished.';
+  'Errors: FF001 no such run; FF005 the run already finished; FF009 reason over the size limit; FF007 not a member.';
 
 CREATE OR REPLACE FUNCTION flowforge.retry_run(run_id uuid) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -282,4 +282,5 @@ COMMENT ON FUNCTION flowforge.fail(uuid, bigint, text, boolean) IS
   'task reports failure. With retryable and attempts left: back to ready with attempt + 1 after backoff * '
   'backoff_factor^(attempt-1), capped at max_backoff (event retry_scheduled). Otherwise failed (event failed): every '
   'transitive dependent is skipped, independent branches continue, and the run fails once nothing is left to do. '
-  'Errors: FF001 no such task run; FF004 stale token — drop the result; FF005 the task is not running.';
+  'Errors: FF001 no such task run; FF004 stale token — drop the result; FF005 the task is not running; FF009 error '
+  'text over the size limit.';
