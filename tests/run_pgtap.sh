@@ -34,12 +34,8 @@ done
 # Both steps always run, so one failure does not hide the other.
 status=0
 shopt -s nullglob
-files=("$repo"/tests/sql/*.sql)
-if ((${#files[@]})); then
-    pg_prove -d "$db" "${files[@]}" || status=1
-else
-    echo "run_pgtap: no pgTAP files in tests/sql yet"
-fi
+# tests/sql mirrors sql/functions: one folder per family, one file per behaviour.
+pg_prove -d "$db" --recurse --ext .sql "$repo/tests/sql" || status=1
 
 echo "run_pgtap: plpgsql_check lint of schema flowforge"
 psql -X -q -d "$db" -v ON_ERROR_STOP=1 -f "$here/lint_plpgsql.sql" || status=1

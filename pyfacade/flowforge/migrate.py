@@ -72,9 +72,17 @@ def migrations_dir() -> Path:
 
 
 def function_files() -> list[Path]:
-    """Every function file, in the sorted filename order they are applied in."""
+    """Every function file under ``functions/`` (recursively), in the order they are applied.
+
+    Sorted by path relative to ``functions/`` (``00_core/...`` before
+    ``10_substrate/...``), with ``99_grants.sql`` — the sweep over what the
+    others created — always last.
+    """
     folder = sql_dir() / "functions"
-    return sorted(folder.glob("*.sql")) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(folder.rglob("*.sql"),
+                  key=lambda p: (p.name == "99_grants.sql", p.relative_to(folder).as_posix()))
 
 
 def known_migration_ids() -> list[str]:

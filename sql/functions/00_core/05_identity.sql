@@ -56,6 +56,7 @@ COMMENT ON FUNCTION flowforge._caller() IS
   'Internal: the caller''s organization and membership role, from its gateway authentication, its login role''s '
   'membership, or (superuser / flowforge_owner) the default organization as owner. Errors: FF008 gateway not '
   'authenticated in this transaction; FF007 the login role belongs to no organization.';
+SELECT flowforge._rights('flowforge._caller()', 'flowforge_system', '{flowforge_app,flowforge_worker,flowforge_daemon,flowforge_gateway,flowforge_readonly}');
 
 -- Inside an API call the organization is resolved once, by _authorize, and
 -- kept in flowforge.caller_org for the rest of that call: every SECURITY
@@ -74,6 +75,7 @@ SET flowforge.caller_org = ''
 AS $$ SELECT c.organization_id FROM flowforge._caller() c $$;
 COMMENT ON FUNCTION flowforge._caller_organization() IS
   'Internal: the organization part of _caller(), resolved afresh.';
+SELECT flowforge._rights('flowforge._caller_organization()', 'flowforge_system', '{flowforge_app,flowforge_worker,flowforge_daemon,flowforge_gateway,flowforge_readonly}');
 
 CREATE OR REPLACE FUNCTION flowforge.current_organization() RETURNS uuid
 LANGUAGE sql STABLE
@@ -86,6 +88,7 @@ $$;
 COMMENT ON FUNCTION flowforge.current_organization() IS
   'current_organization() -> uuid. The organization the caller acts in (see _caller): every API function and every '
   'RLS policy of a tenant table scopes by it. Errors: FF007 no membership; FF008 gateway not authenticated.';
+SELECT flowforge._rights('flowforge.current_organization()', 'flowforge_owner', '{flowforge_app,flowforge_worker,flowforge_daemon,flowforge_gateway,flowforge_readonly}');
 
 -- Rank of a membership role, for "at least" checks.
 CREATE OR REPLACE FUNCTION flowforge._role_rank(p_role text) RETURNS integer
@@ -146,51 +149,7 @@ $$;
 COMMENT ON FUNCTION flowforge._audit(uuid, text, text, text, text[]) IS
   'Internal: appends an audit_log row (actor = login role, plus the API key prefix for gateway calls; field names, '
   'never values).';
-
--- Refuse a JSON document larger than the installation's limit.
-CREATE OR REPLACE FUNCTION flowforge._check_size(p_value jsonb, p_what text) RETURNS void
-LANGUAGE plpgsql STABLE
-AS $$
-DECLARE
-    v_limit integer;
-    v_size integer;
-BEGIN
-    IF p_value IS NULL THEN
-        RETURN;
-    END IF;
-    SELECT s.max_payload_bytes INTO v_limit FROM flowforge.setting s;
-    -- Measured as JSON text: a value read from a table may arrive compressed,
-    -- and its stored size says nothing about what a consumer will receive.
-    v_size := octet_length(p_value::text);
-    IF v_size > v_limit THEN
-        RAISE EXCEPTION '% is % bytes, over the limit of % bytes', p_what, v_size, v_limit
-            USING ERRCODE = 'FF009',
-                  HINT = 'Store large data elsewhere and pass a reference; the limit is flowforge.setting.max_payload_bytes.';
-    END IF;
-END;
-$$;
-CREATE OR REPLACE FUNCTION flowforge._check_text_size(p_value text, p_what text) RETURNS void
-LANGUAGE plpgsql STABLE
-AS $$
-DECLARE
-    v_limit integer;
-BEGIN
-    IF p_value IS NULL THEN
-        RETURN;
-    END IF;
-    SELECT s.max_payload_bytes INTO v_limit FROM flowforge.setting s;
-    IF octet_length(p_value) > v_limit THEN
-        RAISE EXCEPTION '% is % bytes, over the limit of % bytes', p_what, octet_length(p_value), v_limit
-            USING ERRCODE = 'FF009', HINT = 'Shorten it; the limit is flowforge.setting.max_payload_bytes.';
-    END IF;
-END;
-$$;
-COMMENT ON FUNCTION flowforge._check_text_size(text, text) IS
-  'Internal: raises FF009 when a text is longer (in bytes) than flowforge.setting.max_payload_bytes.';
-
-COMMENT ON FUNCTION flowforge._check_size(jsonb, text) IS
-  'Internal: raises FF009 when a jsonb value, as JSON text, is larger than flowforge.setting.max_payload_bytes '
-  '(default 1 MiB).';
+SELECT flowforge._rights('flowforge._audit(uuid,text,text,text,text[])', 'flowforge_system', '{}');
 
 CREATE OR REPLACE FUNCTION flowforge.create_organization(slug text, name text) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -226,6 +185,7 @@ $$;
 COMMENT ON FUNCTION flowforge.create_organization(text, text) IS
   'create_organization(slug text, name text) -> uuid. Operator only (superuser or member of flowforge_owner). Audited. '
   'Errors: FF007 not the operator; FF003 bad or taken slug, bad name.';
+SELECT flowforge._rights('flowforge.create_organization(text,text)', 'flowforge_system', '{}');
 
 -- The organization named by slug, if the caller may administer it.
 CREATE OR REPLACE FUNCTION flowforge._administered_organization(p_slug text) RETURNS uuid
@@ -324,7 +284,8 @@ COMMENT ON FUNCTION flowforge.add_member(text, name, text) IS
   'organization (slug) with a membership role (owner/admin/member/viewer) and grants it flowforge_app and '
   'flowforge_worker; the functions themselves check the membership role. A role belongs to one organization. '
   'Operator or organization admin only. Audited. Errors: FF001 no such organization (or not yours); FF003 bad role or '
-  'member; FF007 not an admin.';
+  'member; FF007 not an admin; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.add_member(text,name,text)', 'flowforge_system', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.remove_member(organization text, member name) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -347,7 +308,8 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.remove_member(text, name) IS
   'remove_member(organization text, member name). Removes the mapping and revokes flowforge_app and flowforge_worker '
-  'from the role. Operator or organization admin only. Audited. Errors: FF001 no such organization or member; FF007.';
+  'from the role. Operator or organization admin only. Audited. Errors: FF001 no such organization or member; FF007; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.remove_member(text,name)', 'flowforge_system', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.create_api_key(organization text, name text, role text DEFAULT 'member')
 RETURNS text
@@ -380,7 +342,8 @@ $$;
 COMMENT ON FUNCTION flowforge.create_api_key(text, text, text) IS
   'create_api_key(organization text, name text, role text default ''member'') -> text. Returns the new key once '
   '(ffk_<12 hex prefix>_<64 hex secret>); only its sha256 and prefix are stored. Operator or organization admin only. '
-  'Audited (no secret). Errors: FF001 no such organization (or not yours); FF003 bad role or name; FF007 not an admin.';
+  'Audited (no secret). Errors: FF001 no such organization (or not yours); FF003 bad role or name; FF007 not an admin; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.create_api_key(text,text,text)', 'flowforge_system', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.revoke_api_key(prefix text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -410,7 +373,8 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.revoke_api_key(text) IS
   'revoke_api_key(prefix text). The key stops working from the next authenticate. Operator or organization admin '
-  'only. Audited. Errors: FF001 no such key (or not yours); FF007 not an admin.';
+  'only. Audited. Errors: FF001 no such key (or not yours); FF007 not an admin; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.revoke_api_key(text)', 'flowforge_system', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.authenticate(api_key text) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -448,3 +412,4 @@ COMMENT ON FUNCTION flowforge.authenticate(api_key text) IS
   'authenticate(api_key text) -> uuid. For gateway connections (flowforge_gateway): verifies the key (prefix lookup, '
   'sha256 compare, not revoked) and confines the rest of the current transaction to its organization and role; '
   'returns the organization id. Records last_used_at (to the minute). Errors: FF008 invalid, unknown or revoked key (one answer).';
+SELECT flowforge._rights('flowforge.authenticate(text)', 'flowforge_system', '{flowforge_gateway}');

@@ -11,8 +11,6 @@ RETURNS TABLE (task_run_id uuid, outcome text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
--- Generic plans: every statement here is a key lookup, and re-planning per call
--- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
@@ -62,7 +60,9 @@ BEGIN
     INTO v_done_ids, v_done_runs, v_done_tasks
     FROM done d;
 
-    -- Dependents: one decrement per completed upstream, in one statement.
+    -- Dependents: one decrement per completed upstream, in one statement (the
+    -- set-based twin of _release_dependents; complete_many_matches_complete.sql
+    -- keeps the two in step).
     WITH decrement AS (
         SELECT tr.id, count(*)::integer AS n
         FROM unnest(v_done_runs, v_done_tasks) AS c(workflow_run_id, task_id)
@@ -89,13 +89,10 @@ BEGIN
     FOR v_run IN SELECT c.workflow_run_id, count(*)::integer AS n FROM unnest(v_done_runs) AS c(workflow_run_id)
                  GROUP BY c.workflow_run_id ORDER BY c.workflow_run_id LOOP
         IF v_released > 0 THEN
-            PERFORM flowforge._dispatch_run(v_run.workflow_run_id, v_now);
+            PERFORM flowforge._tasks_ready(v_run.workflow_run_id, v_now);
         END IF;
         PERFORM flowforge._settle_run(v_run.workflow_run_id, v_run.n, 0, v_now);
     END LOOP;
-    IF v_released > 0 THEN
-        PERFORM flowforge._notify_ready();
-    END IF;
 
     RETURN QUERY
     SELECT i.id,
@@ -114,4 +111,6 @@ COMMENT ON FUNCTION flowforge.complete_many(uuid[], bigint[], jsonb[]) IS
   'under its token succeeds with its output (event completed), dependents are released, runs settle. Per task the '
   'outcome is completed, stale (token moved on: drop the result), not_running (already completed/failed) or '
   'not_found (no such task run in your organization); refusals do not abort the batch. '
-  'Errors: FF003 arrays of different lengths or over 1000 items; FF009 an output over the size limit.';
+  'Errors: FF003 arrays of different lengths or over 1000 items; FF009 an output over the size limit; FF007/FF008 as '
+  'for every API call.';
+SELECT flowforge._rights('flowforge.complete_many(uuid[],bigint[],jsonb[])', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');

@@ -9,6 +9,8 @@ COMMENT ON FUNCTION flowforge.now() IS
   'The one clock of FlowForge: transaction time. Every lease, backoff and timestamp reads it. '
   'Production cannot steer it (only the schema owner can replace a function, and migrate restores this text); '
   'the test fixtures replace it with a steerable clock inside a rolled-back transaction.';
+SELECT flowforge._rights('flowforge.now()', 'flowforge_owner',
+    '{flowforge_app,flowforge_worker,flowforge_daemon,flowforge_gateway,flowforge_readonly}');
 
 CREATE OR REPLACE FUNCTION flowforge.schema_version() RETURNS text
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -29,3 +31,5 @@ $$;
 COMMENT ON FUNCTION flowforge.schema_version() IS
   'The newest applied migration id (e.g. ''0004_append_only''), or NULL when yoyo has not recorded any. '
   'The daemon refuses to start against a version it does not know.';
+SELECT flowforge._rights('flowforge.schema_version()', 'flowforge_system',
+    '{flowforge_app,flowforge_worker,flowforge_daemon,flowforge_gateway,flowforge_readonly}');

@@ -161,15 +161,14 @@ COMMENT ON FUNCTION flowforge.configure_queue(text, text, text, interval) IS
   'default ''5 minutes''). An exchange makes the queue push: its ready tasks are dispatched through the outbox to that '
   'exchange with routing_key (default: the queue name), and a consumer has dispatch_lease to take each task with its '
   'first heartbeat before it is dispatched again (no attempt is used up). NULL exchange makes it pull again. Ready '
-  'tasks already waiting are dispatched at once. Errors: FF003 bad names or lease.';
+  'tasks already waiting are dispatched at once. Errors: FF003 bad names or lease; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.configure_queue(text,text,text,interval)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.take_outbox(batch integer DEFAULT 100)
 RETURNS TABLE (id uuid, exchange text, routing_key text, message_id text, payload jsonb, created_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
--- Generic plans: every statement here is a key lookup, and re-planning per call
--- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
@@ -193,13 +192,12 @@ COMMENT ON FUNCTION flowforge.take_outbox(integer) IS
   'oldest unpublished outbox messages not deferred by defer_outbox, locked FOR UPDATE SKIP LOCKED until the caller''s transaction ends, so any '
   'number of daemons drain without taking the same row. message_id is <task_run_id>:<fencing_token>. Publish them, '
   'wait for the broker''s confirms, then mark_published in the same transaction. Errors: FF003 bad batch.';
+SELECT flowforge._rights('flowforge.take_outbox(integer)', 'flowforge_system', '{flowforge_daemon}');
 
 CREATE OR REPLACE FUNCTION flowforge.mark_published(ids uuid[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
--- Generic plans: every statement here is a key lookup, and re-planning per call
--- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -216,6 +214,7 @@ COMMENT ON FUNCTION flowforge.mark_published(uuid[]) IS
   'mark_published(ids uuid[]) -> int. Stamps published_at on the given outbox messages that are still unpublished; '
   'call it only after the broker confirmed them. Returns how many were stamped (an id already published or unknown '
   'counts 0).';
+SELECT flowforge._rights('flowforge.mark_published(uuid[])', 'flowforge_system', '{flowforge_daemon}');
 
 CREATE OR REPLACE FUNCTION flowforge.defer_outbox(ids uuid[], error text) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -240,3 +239,4 @@ COMMENT ON FUNCTION flowforge.defer_outbox(uuid[], text) IS
   'defer_outbox(ids uuid[], error text) -> int. The broker refused these messages (nack, returned as unroutable, '
   'exchange error): count the attempt, keep the error, and hold them back from take_outbox for 2^attempts seconds '
   '(at most 5 minutes), so messages that cannot be published do not block newer ones. Returns how many were deferred.';
+SELECT flowforge._rights('flowforge.defer_outbox(uuid[],text)', 'flowforge_system', '{flowforge_daemon}');

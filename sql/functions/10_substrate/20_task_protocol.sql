@@ -8,18 +8,55 @@
 -- Every write after claim names the fencing token it was given; each is one
 -- conditional UPDATE on (id, fencing_token, state = 'running'), and a miss is
 -- explained by _refuse_task_write (FF001 / FF004 / FF005).
+--
+-- These know fencing tokens, leases and retries; what a task's success or
+-- failure means for its run goes through the engine hooks (25_engine_hooks.sql).
+-- claim and complete build their event rows and claim its input inline, as
+-- measured fast paths (docs/execution-model.md); the twin tests keep them in
+-- step with _append_events, _task_input and complete_many.
 
-CREATE OR REPLACE FUNCTION flowforge._check_lease(p_lease interval) RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+-- The retry policy: whether a failed attempt goes again, and after how long.
+-- fail() and the reaper both decide with these two, so "retry or fail for
+-- good" is one rule (tests/sql/10_substrate/task_protocol/fail_matches_reaper.sql).
+
+-- Inlined by the planner (plain SQL, no SET clause): free in an UPDATE's SET list.
+CREATE OR REPLACE FUNCTION flowforge._retries_left(p_retryable boolean, p_attempt integer, p_max_attempts integer)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT p_retryable IS NOT FALSE AND p_attempt < p_max_attempts $$;
+COMMENT ON FUNCTION flowforge._retries_left(boolean, integer, integer) IS
+  'Internal: true when a failed attempt p_attempt of p_max_attempts goes again (a NULL retryable counts as true).';
+
+-- Backoff before attempt n + 1: backoff * factor^(n - 1), capped at max_backoff.
+CREATE OR REPLACE FUNCTION flowforge._backoff(p_backoff interval, p_factor numeric, p_max interval, p_attempt integer)
+RETURNS interval
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
+    SELECT least(extract(epoch FROM p_backoff)::float8 * power(p_factor::float8, least(p_attempt - 1, 60)),
+                 extract(epoch FROM p_max)::float8) * interval '1 second'
+$$;
+COMMENT ON FUNCTION flowforge._backoff(interval, numeric, interval, integer) IS
+  'Internal: the wait before retrying after attempt p_attempt failed: backoff * factor^(attempt-1), at most max.';
+
+-- Lock the run a task run belongs to, honouring the lock order. Returns the
+-- run id, or NULL when the task run does not exist in this organization.
+CREATE OR REPLACE FUNCTION flowforge._lock_run_of(p_task_run_id uuid) RETURNS uuid
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_run_id uuid;
 BEGIN
-    IF p_lease IS NULL OR p_lease < interval '1 second' OR p_lease > interval '1 day' THEN
-        RAISE EXCEPTION 'lease must be between 1 second and 1 day, got %', coalesce(p_lease::text, 'NULL')
-            USING ERRCODE = 'FF003', HINT = 'Pick a lease a few times longer than your heartbeat interval.';
-    END IF;
+    SELECT r.id INTO v_run_id
+    FROM flowforge.workflow_run r
+    WHERE r.id = (SELECT tr.workflow_run_id FROM flowforge.task_run tr
+                  WHERE tr.id = p_task_run_id AND tr.organization_id = flowforge.current_organization())
+    FOR NO KEY UPDATE OF r;
+    RETURN v_run_id;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._check_lease(interval) IS 'Internal: raises FF003 unless 1 second <= lease <= 1 day.';
+COMMENT ON FUNCTION flowforge._lock_run_of(uuid) IS
+  'Internal: locks (FOR NO KEY UPDATE) the workflow_run of a task run of the caller''s organization and returns its id; '
+  'NULL when there is no such task run.';
 
 CREATE OR REPLACE FUNCTION flowforge.claim(queues text[], worker text, lease interval DEFAULT '30 seconds', batch integer DEFAULT 1)
 RETURNS TABLE (task_run_id uuid, workflow_run_id uuid, task_key text, attempt integer,
@@ -27,8 +64,6 @@ RETURNS TABLE (task_run_id uuid, workflow_run_id uuid, task_key text, attempt in
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
--- Generic plans: every statement here is a key lookup, and re-planning per call
--- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
@@ -119,15 +154,14 @@ COMMENT ON FUNCTION flowforge.claim(text[], text, interval, integer) IS
   'given queues in the caller''s organization whose ready_at has come — highest priority first, then longest ready — '
   'with FOR UPDATE SKIP LOCKED, so concurrent workers never take the same task. Each becomes running with a new '
   'fencing token and a lease (capped by the task''s timeout); event "claimed". input is {"run": <run input>, '
-  '"deps": {<dependency key>: <its output>}}. Returns no rows when nothing is ready. Errors: FF003 bad arguments.';
+  '"deps": {<dependency key>: <its output>}}. Returns no rows when nothing is ready. Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.claim(text[],text,interval,integer)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.heartbeat(task_run_id uuid, fencing_token bigint, lease interval DEFAULT '30 seconds')
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
--- Generic plans: every statement here is a key lookup, and re-planning per call
--- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -158,68 +192,53 @@ COMMENT ON FUNCTION flowforge.heartbeat(uuid, bigint, interval) IS
   'lease of a running task held under this fencing token to now + lease (never past started_at + timeout) and returns '
   'the new expiry; for a pushed task the first heartbeat takes it over from the dispatcher (lease_owner dispatch -> '
   'push-consumer). Records no event (it is not a transition). Errors: FF001 no such task run; FF004 stale token, lease '
-  'reaped, run cancelled or timeout exceeded — stop and drop the result; FF005 not running; FF003 bad lease.';
+  'reaped, run cancelled or timeout exceeded — stop and drop the result; FF005 not running; FF003 bad lease; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.heartbeat(uuid,bigint,interval)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.complete(task_run_id uuid, fencing_token bigint, output jsonb DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
--- Generic plans: every statement here is a key lookup, and re-planning per call
--- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
-    v_run record;
     v_task record;
 BEGIN
     PERFORM flowforge._check_size(complete.output, 'task output');
-    -- Lock order: the run first. Settling its counters is what takes the lock
-    -- (one statement instead of a lock and a later update); a refusal below
-    -- raises, which undoes it. A running task only exists in a running run.
-    UPDATE flowforge.workflow_run r
-    SET tasks_remaining = r.tasks_remaining - 1,
-        state = CASE WHEN r.tasks_remaining = 1
-                     THEN CASE WHEN r.tasks_failed > 0 THEN 'failed' ELSE 'succeeded' END
-                     ELSE r.state END,
-        finished_at = CASE WHEN r.tasks_remaining = 1 THEN v_now END
-    WHERE r.id = (SELECT tr.workflow_run_id FROM flowforge.task_run tr
-                  WHERE tr.id = complete.task_run_id AND tr.organization_id = v_org)
-      AND r.state = 'running'
-    RETURNING r.state, r.organization_id, r.tasks_failed INTO v_run;
-    IF NOT FOUND THEN
-        PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
-    END IF;
-    WITH done AS (
+    -- Lock order: the run first. The materialized CTE locks it before the
+    -- UPDATE below reaches the task row, in one statement. A running task
+    -- only exists in a running run.
+    WITH run AS MATERIALIZED (
+        SELECT r.id FROM flowforge.workflow_run r
+        WHERE r.id = (SELECT tr.workflow_run_id FROM flowforge.task_run tr
+                      WHERE tr.id = complete.task_run_id AND tr.organization_id = v_org)
+        FOR NO KEY UPDATE
+    ), done AS (
         UPDATE flowforge.task_run tr
         SET state = 'succeeded', output = complete.output, finished_at = v_now, lease_expires_at = NULL, error = NULL
+        FROM run
         WHERE tr.id = complete.task_run_id
+          AND tr.workflow_run_id = run.id
           AND tr.fencing_token = complete.fencing_token
           AND tr.state = 'running'
           AND tr.organization_id = v_org
-        RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt,
-                  EXISTS (SELECT 1 FROM flowforge.task_dependency td WHERE td.depends_on_task_id = tr.task_id)
-                      AS has_dependents
+        RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt
     ), event AS (
+        -- Fast path: the event row inline (see _append_events).
         INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
                                               fencing_token, attempt, created_at)
         SELECT d.organization_id, d.workflow_run_id, complete.task_run_id, 'completed', 'running', 'succeeded',
                complete.fencing_token, d.attempt, v_now
         FROM done d
     )
-    SELECT d.workflow_run_id, d.task_id, d.has_dependents INTO v_task FROM done d;
+    SELECT d.workflow_run_id, d.task_id INTO v_task FROM done d;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
     END IF;
-    IF v_task.has_dependents THEN
-        PERFORM flowforge._release_dependents(v_task.workflow_run_id, v_task.task_id, v_now);
-    END IF;
-    IF v_run.state <> 'running' THEN
-        PERFORM flowforge._record_run_finished(v_task.workflow_run_id, v_run.organization_id, v_run.state,
-                                               v_run.tasks_failed, v_now);
-    END IF;
+    PERFORM flowforge._on_task_succeeded('dag', v_task.workflow_run_id, complete.task_run_id, v_task.task_id, v_now);
 END;
 $$;
 COMMENT ON FUNCTION flowforge.complete(uuid, bigint, jsonb) IS
@@ -227,15 +246,15 @@ COMMENT ON FUNCTION flowforge.complete(uuid, bigint, jsonb) IS
   'success: the task succeeds with output; dependents whose dependencies have all succeeded become ready in the same '
   'transaction (NOTIFY); the run succeeds when this was its last unfinished task. Events: completed, released, '
   'run_succeeded/run_failed. Errors: FF001 no such task run; FF004 stale token (reaped, re-claimed, cancelled) — '
-  'drop the result; FF005 the task is not running (already completed or failed).';
+  'drop the result; FF005 the task is not running (already completed or failed); FF009 output over the size limit; '
+  'FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.complete(uuid,bigint,jsonb)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.fail(task_run_id uuid, fencing_token bigint, error text, retryable boolean DEFAULT true)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
--- Generic plans: every statement here is a key lookup, and re-planning per call
--- (custom plans win on estimates for array and LIMIT parameters) costs more than running it.
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
@@ -248,12 +267,12 @@ BEGIN
         PERFORM flowforge._refuse_task_write(fail.task_run_id, fail.fencing_token, 'fail');
     END IF;
     UPDATE flowforge.task_run tr
-    SET state = CASE WHEN (fail.retryable IS NOT FALSE AND tr.attempt < tr.max_attempts) THEN 'ready' ELSE 'failed' END,
-        attempt = CASE WHEN (fail.retryable IS NOT FALSE AND tr.attempt < tr.max_attempts) THEN tr.attempt + 1 ELSE tr.attempt END,
-        ready_at = CASE WHEN (fail.retryable IS NOT FALSE AND tr.attempt < tr.max_attempts)
+    SET state = CASE WHEN flowforge._retries_left(fail.retryable, tr.attempt, tr.max_attempts) THEN 'ready' ELSE 'failed' END,
+        attempt = CASE WHEN flowforge._retries_left(fail.retryable, tr.attempt, tr.max_attempts) THEN tr.attempt + 1 ELSE tr.attempt END,
+        ready_at = CASE WHEN flowforge._retries_left(fail.retryable, tr.attempt, tr.max_attempts)
                         THEN v_now + flowforge._backoff(t.backoff, t.backoff_factor, t.max_backoff, tr.attempt)
                         ELSE tr.ready_at END,
-        finished_at = CASE WHEN (fail.retryable IS NOT FALSE AND tr.attempt < tr.max_attempts) THEN NULL ELSE v_now END,
+        finished_at = CASE WHEN flowforge._retries_left(fail.retryable, tr.attempt, tr.max_attempts) THEN NULL ELSE v_now END,
         lease_expires_at = NULL,
         error = fail.error
     FROM flowforge.task t
@@ -266,15 +285,18 @@ BEGIN
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_task_write(fail.task_run_id, fail.fencing_token, 'fail');
     END IF;
-    INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
-                                          fencing_token, attempt, detail, created_at)
-    VALUES (v_task.organization_id, v_task.workflow_run_id, fail.task_run_id,
-            CASE WHEN v_task.state = 'ready' THEN 'retry_scheduled' ELSE 'failed' END, 'running', v_task.state,
-            fail.fencing_token, v_task.attempt,
-            jsonb_build_object('error', left(fail.error, 1000), 'retryable', coalesce(fail.retryable, true))
-              || CASE WHEN v_task.state = 'ready' THEN jsonb_build_object('ready_at', v_task.ready_at) ELSE '{}' END,
-            v_now);
-    PERFORM flowforge._after_task_stopped(v_task.workflow_run_id, v_task.task_id, v_task.state, v_now);
+    PERFORM flowforge._append_events(v_task.organization_id, v_task.workflow_run_id,
+        CASE WHEN v_task.state = 'ready' THEN 'retry_scheduled' ELSE 'failed' END,
+        ARRAY[fail.task_run_id], ARRAY['running'], ARRAY[v_task.state::text], ARRAY[fail.fencing_token],
+        ARRAY[v_task.attempt],
+        ARRAY[jsonb_build_object('error', left(fail.error, 1000), 'retryable', coalesce(fail.retryable, true))
+              || CASE WHEN v_task.state = 'ready' THEN jsonb_build_object('ready_at', v_task.ready_at) ELSE '{}' END],
+        v_now);
+    IF v_task.state = 'failed' THEN
+        PERFORM flowforge._on_task_failed_for_good('dag', v_task.workflow_run_id, fail.task_run_id, v_task.task_id, v_now);
+    ELSE
+        PERFORM flowforge._on_task_requeued('dag', v_task.workflow_run_id, fail.task_run_id, v_task.task_id, v_now);
+    END IF;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.fail(uuid, bigint, text, boolean) IS
@@ -283,4 +305,5 @@ COMMENT ON FUNCTION flowforge.fail(uuid, bigint, text, boolean) IS
   'backoff_factor^(attempt-1), capped at max_backoff (event retry_scheduled). Otherwise failed (event failed): every '
   'transitive dependent is skipped, independent branches continue, and the run fails once nothing is left to do. '
   'Errors: FF001 no such task run; FF004 stale token — drop the result; FF005 the task is not running; FF009 error '
-  'text over the size limit.';
+  'text over the size limit; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.fail(uuid,bigint,text,boolean)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');

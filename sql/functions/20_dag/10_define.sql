@@ -1,70 +1,6 @@
--- Definitions: validate a workflow spec, version it by content, store it.
---
---   define_workflow(spec) -> uuid of the workflow version
---
--- A definition is immutable once stored; a changed spec is version + 1 and
--- runs always start the latest version.
 
--- Raise FF002 (invalid definition) with a message naming what is wrong.
-CREATE OR REPLACE FUNCTION flowforge._invalid_definition(p_message text) RETURNS void
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RAISE EXCEPTION 'invalid workflow definition: %', p_message
-        USING ERRCODE = 'FF002',
-              HINT = 'Fix the spec and define it again; nothing was written. See docs/execution-model.md for the spec format.';
-END;
-$$;
-COMMENT ON FUNCTION flowforge._invalid_definition(text) IS
-  'Internal: raises FF002 with the given message. Never returns.';
 
--- Parse a duration field; FF002 when it is not an interval or is negative.
-CREATE OR REPLACE FUNCTION flowforge._spec_interval(p_value jsonb, p_field text) RETURNS interval
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_interval interval;
-BEGIN
-    IF jsonb_typeof(p_value) <> 'string' THEN
-        PERFORM flowforge._invalid_definition(format('%s must be a duration string such as "5 seconds", got %s', p_field, p_value));
-    END IF;
-    BEGIN
-        v_interval := (p_value #>> '{}')::interval;
-    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow OR syntax_error THEN
-        PERFORM flowforge._invalid_definition(format('%s is not a duration: %s', p_field, p_value));
-    END;
-    IF v_interval < interval '0' THEN
-        PERFORM flowforge._invalid_definition(format('%s must not be negative, got %s', p_field, p_value));
-    END IF;
-    RETURN v_interval;
-END;
-$$;
-COMMENT ON FUNCTION flowforge._spec_interval(jsonb, text) IS
-  'Internal: parses a spec duration; raises FF002 naming the field when it is not a non-negative interval.';
-
--- Parse an integer field within bounds; FF002 otherwise.
-CREATE OR REPLACE FUNCTION flowforge._spec_integer(p_value jsonb, p_field text, p_min integer, p_max integer)
-RETURNS integer
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_number numeric;
-BEGIN
-    IF jsonb_typeof(p_value) <> 'number' THEN
-        PERFORM flowforge._invalid_definition(format('%s must be an integer, got %s', p_field, p_value));
-    END IF;
-    v_number := (p_value #>> '{}')::numeric;
-    IF v_number <> trunc(v_number) OR v_number < p_min OR v_number > p_max THEN
-        PERFORM flowforge._invalid_definition(format('%s must be an integer between %s and %s, got %s', p_field, p_min, p_max, p_value));
-    END IF;
-    RETURN v_number::integer;
-END;
-$$;
-COMMENT ON FUNCTION flowforge._spec_integer(jsonb, text, integer, integer) IS
-  'Internal: parses a spec integer within [min, max]; raises FF002 naming the field otherwise.';
+-- DAG definitions: the spec's validation and the rows a version needs.
 
 -- Name the first dependency cycle among tasks Kahn's algorithm could not order.
 CREATE OR REPLACE FUNCTION flowforge._spec_find_cycle(p_keys text[], p_deps jsonb, p_stuck boolean[])
@@ -105,7 +41,7 @@ $$;
 COMMENT ON FUNCTION flowforge._spec_find_cycle(text[], jsonb, boolean[]) IS
   'Internal: given the tasks a topological sort left over, returns one cycle as "a -> b -> a" (a depends on b).';
 
-CREATE OR REPLACE FUNCTION flowforge._normalize_spec(p_spec jsonb) RETURNS jsonb
+CREATE OR REPLACE FUNCTION flowforge._normalize_dag_spec(p_spec jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 -- Durations are written out as interval text: pin its style, or the content
@@ -150,9 +86,6 @@ BEGIN
         PERFORM flowforge._invalid_definition(format(
             'name must be a string of 1-63 letters, digits, "_" or "-" starting with a letter, got %s',
             coalesce((p_spec -> 'name')::text, 'nothing')));
-    END IF;
-    IF coalesce(p_spec ->> 'kind', 'dag') <> 'dag' THEN
-        PERFORM flowforge._invalid_definition(format('kind %s is not supported (supported: "dag")', p_spec -> 'kind'));
     END IF;
     IF p_spec ? 'description' AND jsonb_typeof(p_spec -> 'description') <> 'string' THEN
         PERFORM flowforge._invalid_definition('description must be a string');
@@ -285,66 +218,30 @@ BEGIN
         || CASE WHEN p_spec ? 'description' THEN jsonb_build_object('description', p_spec -> 'description') ELSE '{}' END;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._normalize_spec(jsonb) IS
-  'Internal: validates a workflow spec and returns it with every default filled in and durations in canonical form, '
-  'so equal content hashes equal. Raises FF002 naming the first problem.';
+COMMENT ON FUNCTION flowforge._normalize_dag_spec(jsonb) IS
+  'Internal: validates a DAG workflow spec and returns it with every default filled in and durations in canonical '
+  'form, so equal content hashes equal. Errors: FF002 naming the first problem.';
 
-CREATE OR REPLACE FUNCTION flowforge.define_workflow(spec jsonb) RETURNS uuid
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-SET flowforge.caller_org = ''
+-- A new DAG version's tasks and edges, in two statements.
+CREATE OR REPLACE FUNCTION flowforge._dag_define_tasks(p_org uuid, p_workflow_id uuid, p_spec jsonb, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
 AS $$
-DECLARE
-    v_org constant uuid := flowforge._authorize('member');
-    v_now constant timestamptz := flowforge.now();
-    v_spec jsonb;
-    v_name text;
-    v_hash text;
-    v_latest record;
-    v_id uuid;
 BEGIN
-    PERFORM flowforge._check_size(define_workflow.spec, 'workflow spec');
-    v_spec := flowforge._normalize_spec(define_workflow.spec);
-    v_name := v_spec ->> 'name';
-    v_hash := md5(v_spec::text);
-
-    -- Serialise definers of one name so two changed specs cannot both become version N + 1.
-    PERFORM pg_advisory_xact_lock(hashtextextended('flowforge.workflow/' || v_org::text || '/' || v_name, 0));
-    SELECT w.id, w.version, w.content_hash INTO v_latest
-    FROM flowforge.workflow w
-    WHERE w.organization_id = v_org AND w.name = v_name
-    ORDER BY w.version DESC
-    LIMIT 1;
-    IF FOUND AND v_latest.content_hash = v_hash THEN
-        RETURN v_latest.id;
-    END IF;
-
-    INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash, created_at)
-    VALUES (v_org, v_name, coalesce(v_latest.version, 0) + 1, 'dag', v_spec, v_hash, v_now)
-    RETURNING id INTO v_id;
-
     INSERT INTO flowforge.task (organization_id, workflow_id, key, queue, priority, max_attempts, backoff,
                                 backoff_factor, max_backoff, timeout, dependency_count, created_at)
-    SELECT v_org, v_id, t ->> 'key', t ->> 'queue', (t ->> 'priority')::integer, (t ->> 'max_attempts')::integer,
+    SELECT p_org, p_workflow_id, t ->> 'key', t ->> 'queue', (t ->> 'priority')::integer, (t ->> 'max_attempts')::integer,
            (t ->> 'backoff')::interval, (t ->> 'backoff_factor')::numeric, (t ->> 'max_backoff')::interval,
-           (t ->> 'timeout')::interval, jsonb_array_length(t -> 'depends_on'), v_now
-    FROM jsonb_array_elements(v_spec -> 'tasks') AS t;
+           (t ->> 'timeout')::interval, jsonb_array_length(t -> 'depends_on'), p_now
+    FROM jsonb_array_elements(p_spec -> 'tasks') AS t;
 
     INSERT INTO flowforge.task_dependency (organization_id, workflow_id, task_id, depends_on_task_id)
-    SELECT v_org, v_id, child.id, parent.id
-    FROM jsonb_array_elements(v_spec -> 'tasks') AS t
+    SELECT p_org, p_workflow_id, child.id, parent.id
+    FROM jsonb_array_elements(p_spec -> 'tasks') AS t
     CROSS JOIN LATERAL jsonb_array_elements_text(t -> 'depends_on') AS dep(key)
-    JOIN flowforge.task child ON child.workflow_id = v_id AND child.key = t ->> 'key'
-    JOIN flowforge.task parent ON parent.workflow_id = v_id AND parent.key = dep.key;
-
-    PERFORM flowforge._audit(v_org, 'define', 'workflow', v_id::text, ARRAY['name', 'version', 'spec']);
-    RETURN v_id;
+    JOIN flowforge.task child ON child.workflow_id = p_workflow_id AND child.key = t ->> 'key'
+    JOIN flowforge.task parent ON parent.workflow_id = p_workflow_id AND parent.key = dep.key;
 END;
 $$;
-COMMENT ON FUNCTION flowforge.define_workflow(jsonb) IS
-  'define_workflow(spec jsonb) -> uuid. Validates a workflow spec ({"name", "kind": "dag", "tasks": [{"key", "depends_on", '
-  '"queue", "priority", "max_attempts", "backoff", "backoff_factor", "max_backoff", "timeout"}]}) and stores it as a new '
-  'version of its name in the caller''s organization, returning that version''s id. Defining the same content as the '
-  'latest version returns the latest version''s id and writes nothing. '
-  'Errors: FF002 invalid definition (no tasks, duplicate keys, unknown dependency, a cycle, max_attempts < 1, negative '
-  'durations, unknown fields, bad names) — nothing is written.';
+COMMENT ON FUNCTION flowforge._dag_define_tasks(uuid, uuid, jsonb, timestamptz) IS
+  'Internal (dag hook): inserts the task rows and dependency edges of a new DAG version from its normalized spec.';

@@ -1,13 +1,14 @@
--- Reads: what the CLI and applications show, scoped to the caller's
+-- Reads of runs: what the CLI and applications show, scoped to the caller's
 -- organization (viewer rights). Tables stay private; these are the read API.
 --
---   list_workflows() -> latest version of each workflow
---   get_workflow(name, version) -> jsonb
+--   run_events(run_id) -> the run's history, oldest first
 --   list_runs(workflow, state, max_rows) -> newest runs first
 --   get_run(run_id) -> jsonb with every task run
+--   resolve_run_id(prefix) -> the run id a prefix names
 
-CREATE OR REPLACE FUNCTION flowforge.list_workflows()
-RETURNS TABLE (name text, version integer, id uuid, kind text, tasks integer, created_at timestamptz)
+CREATE OR REPLACE FUNCTION flowforge.run_events(run_id uuid)
+RETURNS TABLE (seq bigint, created_at timestamptz, task_run_id uuid, task_key text, kind text,
+               from_state text, to_state text, attempt integer, fencing_token bigint, detail jsonb)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
@@ -16,48 +17,27 @@ AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('viewer');
 BEGIN
+    PERFORM flowforge._run_engine(run_events.run_id, v_org);  -- FF001 for an unknown or foreign run
     RETURN QUERY
-    SELECT DISTINCT ON (w.name) w.name::text, w.version, w.id, w.kind::text,
-           jsonb_array_length(w.spec -> 'tasks'), w.created_at
-    FROM flowforge.workflow w
-    WHERE w.organization_id = v_org
-    ORDER BY w.name, w.version DESC;
+    SELECT e.seq, e.created_at, e.task_run_id, tr.task_key::text, e.kind::text, e.from_state::text, e.to_state::text,
+           e.attempt, e.fencing_token, e.detail
+    FROM (
+        SELECT ev.* FROM flowforge.task_run_event ev
+        WHERE ev.workflow_run_id = run_events.run_id AND ev.task_run_id IS NULL AND ev.organization_id = v_org
+        UNION ALL
+        SELECT ev.* FROM flowforge.task_run t
+        JOIN flowforge.task_run_event ev ON ev.task_run_id = t.id
+        WHERE t.workflow_run_id = run_events.run_id AND ev.organization_id = v_org
+    ) e
+    LEFT JOIN flowforge.task_run tr ON tr.id = e.task_run_id
+    ORDER BY e.created_at, e.seq;
 END;
 $$;
-COMMENT ON FUNCTION flowforge.list_workflows() IS
-  'list_workflows() -> setof (name, version, id, kind, tasks, created_at): the latest version of every workflow of the '
-  'caller''s organization, by name. Viewer rights. Errors: FF007/FF008 as for every API call.';
-
-CREATE OR REPLACE FUNCTION flowforge.get_workflow(name text, version integer DEFAULT NULL) RETURNS jsonb
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-SET flowforge.caller_org = ''
-AS $$
-DECLARE
-    v_org constant uuid := flowforge._authorize('viewer');
-    v_result jsonb;
-BEGIN
-    SELECT jsonb_build_object('id', w.id, 'name', w.name, 'version', w.version, 'kind', w.kind,
-                              'created_at', w.created_at, 'spec', w.spec,
-                              'versions', (SELECT count(*) FROM flowforge.workflow v
-                                           WHERE v.organization_id = v_org AND v.name = w.name))
-    INTO v_result
-    FROM flowforge.workflow w
-    WHERE w.organization_id = v_org AND w.name = get_workflow.name
-      AND (get_workflow.version IS NULL OR w.version = get_workflow.version)
-    ORDER BY w.version DESC
-    LIMIT 1;
-    IF v_result IS NULL THEN
-        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(get_workflow.name), 'NULL')
-                        || coalesce(' version ' || get_workflow.version, '')
-            USING ERRCODE = 'FF001', HINT = 'list_workflows() shows what is defined.';
-    END IF;
-    RETURN v_result;
-END;
-$$;
-COMMENT ON FUNCTION flowforge.get_workflow(text, integer) IS
-  'get_workflow(name text, version int default null) -> jsonb {id, name, version, kind, created_at, spec, versions}: '
-  'the given (default: latest) version with its normalized spec. Viewer rights. Errors: FF001 no such workflow.';
+COMMENT ON FUNCTION flowforge.run_events(uuid) IS
+  'run_events(run_id uuid) -> setof (seq, created_at, task_run_id, task_key, kind, from_state, to_state, attempt, '
+  'fencing_token, detail): the run''s history, oldest first; run-level events have task_run_id NULL. '
+  'Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.run_events(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.list_runs(workflow text DEFAULT NULL, with_state text DEFAULT NULL, max_rows integer DEFAULT 50)
 RETURNS TABLE (id uuid, workflow_name text, version integer, state text, tasks_total integer, tasks_remaining integer,
@@ -90,7 +70,8 @@ COMMENT ON FUNCTION flowforge.list_runs(text, text, integer) IS
   'list_runs(workflow text default null, with_state text default null, max_rows int default 50) -> setof (id, workflow_name, '
   'version, state, tasks_total, tasks_remaining, tasks_failed, created_at, started_at, finished_at): the caller''s '
   'organization''s runs, newest first, optionally of one workflow and/or in one state. Viewer rights. '
-  'Errors: FF003 max_rows outside 1..10000.';
+  'Errors: FF003 max_rows outside 1..10000; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.list_runs(text,text,integer)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.get_run(run_id uuid) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -132,29 +113,8 @@ $$;
 COMMENT ON FUNCTION flowforge.get_run(uuid) IS
   'get_run(run_id uuid) -> jsonb: the run (state, input, counters, times) and every task run (key, queue, state, '
   'attempt, fencing_token, lease, ready_at, remaining_deps, error, output, depends_on, times). Viewer rights. '
-  'Errors: FF001 no such run in the caller''s organization.';
-
-
-CREATE OR REPLACE FUNCTION flowforge.queue_settings(names text[])
-RETURNS TABLE (name text, exchange text, routing_key text, dispatch_lease interval)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-SET flowforge.caller_org = ''
-AS $$
-#variable_conflict use_column
-DECLARE
-    v_org constant uuid := flowforge._authorize('viewer');
-BEGIN
-    RETURN QUERY
-    SELECT q.name::text, q.exchange::text, coalesce(q.routing_key, q.name)::text, q.dispatch_lease
-    FROM flowforge.queue q
-    WHERE q.organization_id = v_org AND q.name = ANY (queue_settings.names);
-END;
-$$;
-COMMENT ON FUNCTION flowforge.queue_settings(text[]) IS
-  'queue_settings(names text[]) -> setof (name, exchange, routing_key, dispatch_lease): the configured queues among '
-  'names (a queue with no row is pull); exchange NULL means pull, routing_key defaults to the queue name. A push '
-  'worker reads where its queues are published. Viewer rights.';
+  'Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.get_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.resolve_run_id(id_prefix text) RETURNS uuid
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -185,4 +145,5 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.resolve_run_id(text) IS
   'resolve_run_id(id_prefix text) -> uuid: the caller''s run whose id starts with the prefix (4+ hex digits, or the '
-  'whole id). Viewer rights. Errors: FF001 none; FF003 ambiguous or not an id prefix.';
+  'whole id). Viewer rights. Errors: FF001 none; FF003 ambiguous or not an id prefix; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.resolve_run_id(text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');

@@ -1,0 +1,128 @@
+
+
+-- Runs of any engine: start, cancel, retry.
+--
+--   start_run(workflow, input, idempotency_key) -> run id
+--   cancel_run(run_id, reason)
+--   retry_run(run_id)
+--
+-- These check the caller, the arguments and the idempotency key; the engine
+-- that owns the run does the rest (10_substrate/25_engine_hooks.sql).
+
+CREATE OR REPLACE FUNCTION flowforge.start_run(workflow text, input jsonb DEFAULT '{}', idempotency_key text DEFAULT NULL)
+RETURNS uuid
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+    v_input constant jsonb := coalesce(start_run.input, '{}');
+    v_workflow record;
+    v_run_id uuid := gen_random_uuid();
+    v_existing record;
+    v_hash text;
+BEGIN
+    IF jsonb_typeof(v_input) <> 'object' THEN
+        RAISE EXCEPTION 'run input must be a JSON object, got %', jsonb_typeof(v_input)
+            USING ERRCODE = 'FF003', HINT = 'Wrap the value: {"value": ...}.';
+    END IF;
+    PERFORM flowforge._check_size(v_input, 'run input');
+    IF start_run.idempotency_key IS NOT NULL AND length(start_run.idempotency_key) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'idempotency key must be 1 to 200 characters'
+            USING ERRCODE = 'FF003', HINT = 'Use a short stable key, such as a request id.';
+    END IF;
+
+    SELECT w.id, w.name, w.kind, w.spec INTO v_workflow
+    FROM flowforge.workflow w
+    WHERE w.organization_id = v_org AND w.name = start_run.workflow
+    ORDER BY w.version DESC
+    LIMIT 1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(start_run.workflow), 'NULL')
+            USING ERRCODE = 'FF001', HINT = 'Define it first with flowforge.define_workflow(spec).';
+    END IF;
+
+    IF start_run.idempotency_key IS NOT NULL THEN
+        -- Claim the key first: a concurrent start with the same key waits here
+        -- for ours to commit, then finds our run instead of making a second.
+        v_hash := md5(v_workflow.name || '/' || v_input::text);
+        INSERT INTO flowforge.idempotency_key (organization_id, key, workflow_run_id, request_hash, created_at)
+        VALUES (v_org, start_run.idempotency_key, v_run_id, v_hash, v_now)
+        ON CONFLICT DO NOTHING;
+        IF NOT FOUND THEN
+            SELECT k.workflow_run_id, k.request_hash INTO v_existing
+            FROM flowforge.idempotency_key k
+            WHERE k.organization_id = v_org AND k.key = start_run.idempotency_key;
+            IF v_existing.request_hash <> v_hash THEN
+                RAISE EXCEPTION 'idempotency key % was already used for a different workflow or input (run %)',
+                    quote_literal(start_run.idempotency_key), v_existing.workflow_run_id
+                    USING ERRCODE = 'FF006', HINT = 'Use a new key for a different request.';
+            END IF;
+            RETURN v_existing.workflow_run_id;
+        END IF;
+    END IF;
+
+    PERFORM flowforge._start_engine_run(v_workflow.kind, v_org, v_run_id, v_workflow.id, v_workflow.spec, v_input,
+                                        start_run.idempotency_key, v_now);
+    PERFORM flowforge._audit(v_org, 'start', 'workflow_run', v_run_id::text,
+                             CASE WHEN start_run.idempotency_key IS NULL THEN ARRAY['workflow', 'input']
+                                  ELSE ARRAY['workflow', 'input', 'idempotency_key'] END);
+    RETURN v_run_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.start_run(text, jsonb, text) IS
+  'start_run(workflow text, input jsonb default ''{}'', idempotency_key text default null) -> uuid. Starts the latest '
+  'version of the named workflow in the caller''s organization: one workflow_run (state running) and one task_run per '
+  'task, in one statement; tasks without dependencies are ready at once (NOTIFY flowforge_ready). Events: run_started, '
+  'created per task. The same idempotency_key with the same workflow and input returns the first run''s id and writes '
+  'nothing. Errors: FF001 unknown workflow; FF003 input not an object or a bad key; FF006 key reused for a different '
+  'request; FF009 input over the size limit; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.start_run(text,jsonb,text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+
+CREATE OR REPLACE FUNCTION flowforge.cancel_run(run_id uuid, reason text DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+BEGIN
+    PERFORM flowforge._check_text_size(cancel_run.reason, 'cancel reason');
+    PERFORM flowforge._cancel_engine_run(flowforge._run_engine(cancel_run.run_id, v_org), v_org, cancel_run.run_id,
+                                         cancel_run.reason, v_now);
+    PERFORM flowforge._audit(v_org, 'cancel', 'workflow_run', cancel_run.run_id::text,
+                             CASE WHEN cancel_run.reason IS NULL THEN '{}'::text[] ELSE ARRAY['reason'] END);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.cancel_run(uuid, text) IS
+  'cancel_run(run_id uuid, reason text default null). Cancels a pending or running run of the caller''s organization: '
+  'the run and every unfinished task run become cancelled; running tasks get a new fencing token, so their holders'' '
+  'next heartbeat/complete/fail is refused with FF004. Events: cancelled per task, run_cancelled. '
+  'Errors: FF001 no such run; FF005 the run already finished; FF009 reason over the size limit; FF007/FF008 as for '
+  'every API call.';
+SELECT flowforge._rights('flowforge.cancel_run(uuid,text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+
+CREATE OR REPLACE FUNCTION flowforge.retry_run(run_id uuid) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+BEGIN
+    PERFORM flowforge._retry_engine_run(flowforge._run_engine(retry_run.run_id, v_org), v_org, retry_run.run_id, v_now);
+    PERFORM flowforge._audit(v_org, 'retry', 'workflow_run', retry_run.run_id::text);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.retry_run(uuid) IS
+  'retry_run(run_id uuid). A failed or cancelled run of the caller''s organization runs again: every failed, cancelled '
+  'or skipped task run returns to ready (or pending, while an upstream task has not succeeded) with attempt + 1 and a '
+  'fresh budget of the task''s max_attempts; succeeded tasks keep their output. Events: retried per task, run_retried; '
+  'NOTIFY flowforge_ready. Errors: FF001 no such run; FF005 the run is not failed or cancelled; FF007/FF008 as for '
+  'every API call.';
+SELECT flowforge._rights('flowforge.retry_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');

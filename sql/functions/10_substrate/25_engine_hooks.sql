@@ -1,0 +1,164 @@
+
+
+-- Engine hooks: what a unit of work's fate means for the run that owns it.
+--
+-- The worker protocol (claim / heartbeat / complete / fail, the reaper) and
+-- the run verbs (start / cancel / retry) know fencing tokens, leases and
+-- retries, not engines. Whatever a transition means to an engine — a DAG
+-- releasing its dependents, settling its counters — goes through these
+-- dispatchers, one branch per engine kind. A new engine adds its branch here
+-- and its implementation in its own folder (CONTRIBUTING.md).
+--
+-- A CASE with no ELSE raises case_not_found (SQLSTATE 20000) for a kind no
+-- branch names: a FlowForge bug, and it must be loud.
+--
+-- Arguments: the engine kind, the run, the unit of work (a task_run id), the
+-- definition node it instantiates (a DAG task id), and the transaction time.
+-- They are called with the run row already locked (lock order: the run, then
+-- its units).
+
+CREATE OR REPLACE FUNCTION flowforge._on_task_succeeded(p_engine text, p_run_id uuid, p_unit_id uuid, p_node_id uuid,
+                                                        p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    CASE p_engine
+        WHEN 'dag' THEN PERFORM flowforge._dag_task_succeeded(p_run_id, p_node_id, p_now);
+    END CASE;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._on_task_succeeded(text, uuid, uuid, uuid, timestamptz) IS
+  'Internal hook: a unit of work of run p_run_id succeeded (its row and event are written). dag: release dependents, '
+  'settle the run.';
+
+CREATE OR REPLACE FUNCTION flowforge._on_task_failed_for_good(p_engine text, p_run_id uuid, p_unit_id uuid,
+                                                              p_node_id uuid, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    CASE p_engine
+        WHEN 'dag' THEN PERFORM flowforge._dag_task_failed_for_good(p_run_id, p_node_id, p_now);
+    END CASE;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._on_task_failed_for_good(text, uuid, uuid, uuid, timestamptz) IS
+  'Internal hook: a unit of work of run p_run_id failed with no attempt left (fail or the reaper). dag: skip its '
+  'transitive dependents, settle the run.';
+
+CREATE OR REPLACE FUNCTION flowforge._on_task_requeued(p_engine text, p_run_id uuid, p_unit_id uuid, p_node_id uuid,
+                                                       p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    CASE p_engine
+        WHEN 'dag' THEN PERFORM flowforge._tasks_ready(p_run_id, p_now);
+    END CASE;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._on_task_requeued(text, uuid, uuid, uuid, timestamptz) IS
+  'Internal hook: a unit of work of run p_run_id is ready again for another attempt (fail with attempts left, a '
+  'reaped lease). dag: dispatch it if due on a push queue, wake pull workers.';
+
+-- Run verbs: the engine that owns a run does the work.
+
+CREATE OR REPLACE FUNCTION flowforge._start_engine_run(p_engine text, p_org uuid, p_run_id uuid, p_workflow_id uuid,
+                                                       p_spec jsonb, p_input jsonb, p_idempotency_key text,
+                                                       p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    CASE p_engine
+        WHEN 'dag' THEN PERFORM flowforge._dag_start_run(p_org, p_run_id, p_workflow_id, p_spec, p_input,
+                                                         p_idempotency_key, p_now);
+    END CASE;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._start_engine_run(text, uuid, uuid, uuid, jsonb, jsonb, text, timestamptz) IS
+  'Internal hook: create run p_run_id of definition p_workflow_id (kind p_engine) with its first units of work, '
+  'ready ones dispatched or announced.';
+
+CREATE OR REPLACE FUNCTION flowforge._cancel_engine_run(p_engine text, p_org uuid, p_run_id uuid, p_reason text,
+                                                        p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    CASE p_engine
+        WHEN 'dag' THEN PERFORM flowforge._dag_cancel_run(p_org, p_run_id, p_reason, p_now);
+    END CASE;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._cancel_engine_run(text, uuid, uuid, text, timestamptz) IS
+  'Internal hook: cancel run p_run_id and every unfinished unit (holders lose their fencing token). Errors: FF005 '
+  'the run already finished.';
+
+CREATE OR REPLACE FUNCTION flowforge._retry_engine_run(p_engine text, p_org uuid, p_run_id uuid, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    CASE p_engine
+        WHEN 'dag' THEN PERFORM flowforge._dag_retry_run(p_org, p_run_id, p_now);
+    END CASE;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._retry_engine_run(text, uuid, uuid, timestamptz) IS
+  'Internal hook: run p_run_id (failed or cancelled) goes again from where it stopped. Errors: FF005 the run is not '
+  'failed or cancelled.';
+
+-- Definitions: each kind validates and materialises its own spec.
+
+CREATE OR REPLACE FUNCTION flowforge._normalize_spec(p_spec jsonb) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_spec IS NULL OR jsonb_typeof(p_spec) <> 'object' THEN
+        PERFORM flowforge._invalid_definition('the spec must be a JSON object');
+    END IF;
+    CASE coalesce(p_spec ->> 'kind', 'dag')
+        WHEN 'dag' THEN RETURN flowforge._normalize_dag_spec(p_spec);
+        ELSE PERFORM flowforge._invalid_definition(format('kind %s is not supported (supported: "dag")', p_spec -> 'kind'));
+    END CASE;
+    RETURN NULL;  -- unreachable: every branch returns or raises
+END;
+$$;
+COMMENT ON FUNCTION flowforge._normalize_spec(jsonb) IS
+  'Internal: validates a workflow spec of any kind ("kind" defaults to dag) and returns it normalized (defaults '
+  'filled in, durations canonical) so equal content hashes equal. Errors: FF002 naming the first problem.';
+
+CREATE OR REPLACE FUNCTION flowforge._materialize_definition(p_engine text, p_org uuid, p_workflow_id uuid,
+                                                             p_spec jsonb, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    CASE p_engine
+        WHEN 'dag' THEN PERFORM flowforge._dag_define_tasks(p_org, p_workflow_id, p_spec, p_now);
+    END CASE;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._materialize_definition(text, uuid, uuid, jsonb, timestamptz) IS
+  'Internal hook: write the rows a new definition version of kind p_engine needs beside its workflow row (dag: its '
+  'tasks and dependency edges).';
+
+-- Which engine owns a run of the caller's organization. Today every run is a
+-- DAG's (workflow_run); the run directory will answer this for every kind.
+CREATE OR REPLACE FUNCTION flowforge._run_engine(p_run_id uuid, p_org uuid) RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM flowforge.workflow_run r WHERE r.id = p_run_id AND r.organization_id = p_org) THEN
+        RETURN 'dag';
+    END IF;
+    PERFORM flowforge._run_not_found(p_run_id::text);
+    RETURN NULL;  -- unreachable: _run_not_found raises
+END;
+$$;
+COMMENT ON FUNCTION flowforge._run_engine(uuid, uuid) IS
+  'Internal: the engine kind of run p_run_id of organization p_org. Errors: FF001 no such run (or another '
+  'organization''s).';

@@ -1,0 +1,33 @@
+
+
+-- Readiness: what happens once tasks of a run became ready — the one call
+-- every transition that makes work ready ends with.
+
+-- Wake pull workers. One notification per transaction: PostgreSQL folds
+-- identical notifications, and the payload carries no tenant data because
+-- every database user can LISTEN.
+CREATE OR REPLACE FUNCTION flowforge._notify_ready() RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM pg_notify('flowforge_ready', '');
+END;
+$$;
+COMMENT ON FUNCTION flowforge._notify_ready() IS
+  'Internal: NOTIFY flowforge_ready with an empty payload (delivered at commit, folded to one per transaction).';
+
+-- Tasks of a run became ready (start, dependents released, a retry, a run
+-- retried): those due now on a push queue are dispatched in this same
+-- transaction, and pull workers are woken. Ready work whose time has not come
+-- (a retry in backoff) is picked up later by tick() and by polling workers.
+CREATE OR REPLACE FUNCTION flowforge._tasks_ready(p_run_id uuid, p_now timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    PERFORM flowforge._dispatch_run(p_run_id, p_now);
+    PERFORM flowforge._notify_ready();
+END;
+$$;
+COMMENT ON FUNCTION flowforge._tasks_ready(uuid, timestamptz) IS
+  'Internal: tasks of run p_run_id became ready — dispatch the due ones of push queues (outbox rows, NOTIFY '
+  'flowforge_outbox) and NOTIFY flowforge_ready for pull workers.';

@@ -1,0 +1,182 @@
+
+
+-- The DAG's run verbs, reached through the hooks (10_substrate/25_engine_hooks.sql):
+-- start (one workflow_run, one task_run per task), cancel, retry.
+--
+-- A DAG run is running from the moment it starts (its root tasks are ready at
+-- once); pending is the state of a run admitted but not yet started.
+
+CREATE OR REPLACE FUNCTION flowforge._dag_start_run(p_org uuid, p_run_id uuid, p_workflow_id uuid, p_spec jsonb,
+                                                    p_input jsonb, p_idempotency_key text, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_ids uuid[];
+    v_states text[];
+BEGIN
+    INSERT INTO flowforge.workflow_run (id, organization_id, workflow_id, state, input, idempotency_key,
+                                        tasks_total, tasks_remaining, created_at, started_at)
+    VALUES (p_run_id, p_org, p_workflow_id, 'running', p_input, p_idempotency_key,
+            jsonb_array_length(p_spec -> 'tasks'), jsonb_array_length(p_spec -> 'tasks'), p_now, p_now);
+    PERFORM flowforge._append_events(p_org, p_run_id, 'run_started', ARRAY[NULL::uuid], ARRAY[NULL::text],
+        ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
+        ARRAY[jsonb_build_object('workflow_id', p_workflow_id, 'actor', session_user::text)], p_now);
+
+    WITH created AS (
+        INSERT INTO flowforge.task_run (organization_id, workflow_run_id, task_id, task_key, queue, priority, state,
+                                        max_attempts, timeout, ready_at, remaining_deps, created_at)
+        SELECT p_org, p_run_id, t.id, t.key, t.queue, t.priority,
+               CASE WHEN t.dependency_count = 0 THEN 'ready' ELSE 'pending' END,
+               t.max_attempts, t.timeout,
+               CASE WHEN t.dependency_count = 0 THEN p_now END,
+               t.dependency_count, p_now
+        FROM flowforge.task t
+        WHERE t.workflow_id = p_workflow_id
+        RETURNING id, state
+    )
+    SELECT array_agg(c.id), array_agg(c.state::text) INTO v_ids, v_states FROM created c;
+    PERFORM flowforge._append_events(p_org, p_run_id, 'created', v_ids,
+        array_fill(NULL::text, ARRAY[cardinality(v_ids)]), v_states,
+        array_fill(0::bigint, ARRAY[cardinality(v_ids)]), array_fill(1, ARRAY[cardinality(v_ids)]),
+        array_fill(NULL::jsonb, ARRAY[cardinality(v_ids)]), p_now);
+    IF 'ready' = ANY (v_states) THEN
+        PERFORM flowforge._tasks_ready(p_run_id, p_now);
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._dag_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz) IS
+  'Internal (dag hook): one running workflow_run and one task_run per task of the definition; tasks without '
+  'dependencies are ready at once (dispatched or announced). Events: run_started, created per task.';
+
+CREATE OR REPLACE FUNCTION flowforge._dag_cancel_run(p_org uuid, p_run_id uuid, p_reason text, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_state text;
+    v_ids uuid[];
+    v_from text[];
+    v_tokens bigint[];
+    v_attempts integer[];
+BEGIN
+    SELECT r.state INTO v_state
+    FROM flowforge.workflow_run r
+    WHERE r.id = p_run_id AND r.organization_id = p_org
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        PERFORM flowforge._run_not_found(p_run_id::text);
+    END IF;
+    IF v_state NOT IN ('pending', 'running') THEN
+        RAISE EXCEPTION 'cancel_run refused: run % is already %', p_run_id, v_state
+            USING ERRCODE = 'FF005', HINT = 'Only a pending or running run can be cancelled.';
+    END IF;
+
+    -- Running holders lose their lease: the fencing token moves on, so their next write is refused.
+    WITH unfinished AS MATERIALIZED (
+        SELECT tr.id, tr.state AS from_state
+        FROM flowforge.task_run tr
+        WHERE tr.workflow_run_id = p_run_id AND tr.state IN ('pending', 'ready', 'running')
+        FOR UPDATE
+    ), cancelled AS (
+        UPDATE flowforge.task_run tr
+        SET state = 'cancelled', finished_at = p_now, lease_expires_at = NULL,
+            fencing_token = CASE WHEN u.from_state = 'running' THEN tr.fencing_token + 1 ELSE tr.fencing_token END
+        FROM unfinished u
+        WHERE tr.id = u.id
+        RETURNING tr.id, u.from_state, tr.fencing_token, tr.attempt
+    )
+    SELECT array_agg(c.id), array_agg(c.from_state::text), array_agg(c.fencing_token), array_agg(c.attempt)
+    INTO v_ids, v_from, v_tokens, v_attempts
+    FROM cancelled c;
+    IF v_ids IS NOT NULL THEN
+        PERFORM flowforge._append_events(p_org, p_run_id, 'cancelled', v_ids, v_from,
+            array_fill('cancelled'::text, ARRAY[cardinality(v_ids)]), v_tokens, v_attempts,
+            array_fill(NULL::jsonb, ARRAY[cardinality(v_ids)]), p_now);
+    END IF;
+
+    UPDATE flowforge.workflow_run r
+    SET state = 'cancelled', finished_at = p_now, tasks_remaining = 0, reason = p_reason
+    WHERE r.id = p_run_id;
+    PERFORM flowforge._append_events(p_org, p_run_id, 'run_cancelled', ARRAY[NULL::uuid], ARRAY[v_state],
+        ARRAY['cancelled'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
+        ARRAY[jsonb_build_object('reason', p_reason, 'actor', session_user::text)], p_now);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._dag_cancel_run(uuid, uuid, text, timestamptz) IS
+  'Internal (dag hook): the run and every unfinished task run become cancelled; running tasks get a new fencing '
+  'token. Events: cancelled per task, run_cancelled. Errors: FF005 the run already finished.';
+
+CREATE OR REPLACE FUNCTION flowforge._dag_retry_run(p_org uuid, p_run_id uuid, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_state text;
+    v_ids uuid[];
+    v_from text[];
+    v_to text[];
+    v_tokens bigint[];
+    v_attempts integer[];
+BEGIN
+    SELECT r.state INTO v_state
+    FROM flowforge.workflow_run r
+    WHERE r.id = p_run_id AND r.organization_id = p_org
+    FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        PERFORM flowforge._run_not_found(p_run_id::text);
+    END IF;
+    IF v_state NOT IN ('failed', 'cancelled') THEN
+        RAISE EXCEPTION 'retry_run refused: run % is %', p_run_id, v_state
+            USING ERRCODE = 'FF005', HINT = 'Only a failed or cancelled run can be retried.';
+    END IF;
+
+    -- Every task that did not succeed goes again with a fresh attempt budget.
+    -- It waits on its upstream tasks that did not succeed either.
+    WITH again AS MATERIALIZED (
+        SELECT tr.id, tr.task_id, tr.state AS from_state,
+               (SELECT count(*) FROM flowforge.task_dependency td
+                JOIN flowforge.task_run up ON up.workflow_run_id = tr.workflow_run_id AND up.task_id = td.depends_on_task_id
+                WHERE td.task_id = tr.task_id AND up.state <> 'succeeded')::integer AS waiting_on,
+               t.max_attempts AS budget
+        FROM flowforge.task_run tr
+        JOIN flowforge.task t ON t.id = tr.task_id
+        WHERE tr.workflow_run_id = p_run_id AND tr.state IN ('failed', 'cancelled', 'skipped')
+        FOR UPDATE OF tr
+    ), reset AS (
+        UPDATE flowforge.task_run tr
+        SET state = CASE WHEN a.waiting_on = 0 THEN 'ready' ELSE 'pending' END,
+            remaining_deps = a.waiting_on,
+            ready_at = CASE WHEN a.waiting_on = 0 THEN p_now END,
+            attempt = tr.attempt + 1,
+            max_attempts = tr.attempt + a.budget,
+            finished_at = NULL, error = NULL, output = NULL
+        FROM again a
+        WHERE tr.id = a.id
+        RETURNING tr.id, a.from_state, tr.state, tr.fencing_token, tr.attempt
+    )
+    SELECT array_agg(r.id), array_agg(r.from_state::text), array_agg(r.state::text), array_agg(r.fencing_token),
+           array_agg(r.attempt)
+    INTO v_ids, v_from, v_to, v_tokens, v_attempts
+    FROM reset r;
+    IF v_ids IS NOT NULL THEN
+        PERFORM flowforge._append_events(p_org, p_run_id, 'retried', v_ids, v_from, v_to, v_tokens, v_attempts,
+            array_fill(NULL::jsonb, ARRAY[cardinality(v_ids)]), p_now);
+    END IF;
+
+    UPDATE flowforge.workflow_run r
+    SET state = 'running', finished_at = NULL, tasks_remaining = coalesce(cardinality(v_ids), 0), tasks_failed = 0,
+        reason = NULL
+    WHERE r.id = p_run_id;
+    PERFORM flowforge._append_events(p_org, p_run_id, 'run_retried', ARRAY[NULL::uuid], ARRAY[v_state],
+        ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
+        ARRAY[jsonb_build_object('tasks', coalesce(cardinality(v_ids), 0), 'actor', session_user::text)], p_now);
+    IF 'ready' = ANY (v_to) THEN
+        PERFORM flowforge._tasks_ready(p_run_id, p_now);
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._dag_retry_run(uuid, uuid, timestamptz) IS
+  'Internal (dag hook): every failed, cancelled or skipped task run returns to ready (or pending while an upstream '
+  'task has not succeeded) with attempt + 1 and a fresh budget; succeeded tasks keep their output. Events: retried '
+  'per task, run_retried. Errors: FF005 the run is not failed or cancelled.';

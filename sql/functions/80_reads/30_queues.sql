@@ -1,0 +1,23 @@
+-- Reads of queue settings (viewer rights): where a push queue's tasks are published.
+
+CREATE OR REPLACE FUNCTION flowforge.queue_settings(names text[])
+RETURNS TABLE (name text, exchange text, routing_key text, dispatch_lease interval)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_org constant uuid := flowforge._authorize('viewer');
+BEGIN
+    RETURN QUERY
+    SELECT q.name::text, q.exchange::text, coalesce(q.routing_key, q.name)::text, q.dispatch_lease
+    FROM flowforge.queue q
+    WHERE q.organization_id = v_org AND q.name = ANY (queue_settings.names);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.queue_settings(text[]) IS
+  'queue_settings(names text[]) -> setof (name, exchange, routing_key, dispatch_lease): the configured queues among '
+  'names (a queue with no row is pull); exchange NULL means pull, routing_key defaults to the queue name. A push '
+  'worker reads where its queues are published. Viewer rights. Errors: FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.queue_settings(text[])', 'flowforge_owner', '{flowforge_app,flowforge_worker,flowforge_gateway}');

@@ -1,0 +1,78 @@
+-- The error contract, checked from the catalog: every FF code an API function
+-- can raise — its own RAISEs and those of the internal helpers it reaches
+-- (transitively, through underscore functions, so a code raised behind an
+-- engine hook counts) — appears in its COMMENT ON FUNCTION, on an "Errors:"
+-- line. FF007 and FF008 (permission, authentication) come with every call
+-- that resolves its caller, and the comment says so once: "FF007/FF008 as
+-- for every API call".
+--
+-- And the history's column list lives in one function (_append_events) plus
+-- the measured fast paths named below; a new INSERT into task_run_event
+-- anywhere else fails here.
+BEGIN;
+SELECT plan(4);
+
+CREATE TEMP TABLE fn AS
+SELECT p.oid, p.proname::text AS name, p.oid::regprocedure::text AS signature, p.prosrc,
+       obj_description(p.oid, 'pg_proc') AS comment, p.prorettype = 'trigger'::regtype AS is_trigger
+FROM pg_proc p WHERE p.pronamespace = 'flowforge'::regnamespace;
+
+-- Which flowforge functions each function's body calls (by name: every overload).
+CREATE TEMP TABLE calls AS
+SELECT DISTINCT f.oid AS caller, g.oid AS callee
+FROM fn f
+CROSS JOIN LATERAL regexp_matches(f.prosrc, 'flowforge\.(_[a-z0-9_]+)\s*\(', 'g') AS m(name)
+JOIN fn g ON g.name = m.name[1];
+
+-- Codes each function raises itself.
+CREATE TEMP TABLE raises AS
+SELECT DISTINCT f.oid, m.code[1] AS code
+FROM fn f CROSS JOIN LATERAL regexp_matches(f.prosrc, 'ERRCODE\s*=\s*''(FF[0-9]{3})''', 'g') AS m(code);
+
+-- Codes reachable from each API function through internal helpers. (Trigger
+-- functions are not called; their code is in docs/errors.md.)
+CREATE TEMP TABLE reachable AS
+WITH RECURSIVE reach(root, oid) AS (
+    SELECT f.oid, f.oid FROM fn f WHERE f.name !~ '^_' AND NOT f.is_trigger
+    UNION
+    SELECT r.root, c.callee FROM reach r JOIN calls c ON c.caller = r.oid
+)
+SELECT DISTINCT r.root AS oid, x.code FROM reach r JOIN raises x ON x.oid = r.oid;
+
+SELECT is_empty(
+    $$SELECT f.signature || ' can raise ' || r.code || ' but its COMMENT does not say so'
+      FROM reachable r JOIN fn f ON f.oid = r.oid
+      WHERE coalesce(f.comment, '') !~ r.code
+        AND NOT (r.code IN ('FF007', 'FF008') AND f.comment ~ 'FF007/FF008 as for every API call')
+      ORDER BY 1$$,
+    'every FF code an API function can raise is named in its COMMENT');
+
+SELECT is_empty(
+    $$SELECT f.signature FROM fn f
+      WHERE f.oid IN (SELECT r.oid FROM reachable r) AND coalesce(f.comment, '') !~ 'Errors:'
+      ORDER BY 1$$,
+    'every API function that can raise an FF code has an "Errors:" line');
+
+-- The converse: an "Errors:" line naming a code the function cannot raise
+-- misleads the caller. (Prose before it may mention codes others raise, such
+-- as the FF004 a cancelled task's holder gets.)
+SELECT is_empty(
+    $$SELECT f.signature || ' names ' || m.code[1] || ' but cannot raise it'
+      FROM fn f CROSS JOIN LATERAL regexp_matches(substring(coalesce(f.comment, '') FROM 'Errors:.*$'), '(FF[0-9]{3})', 'g') AS m(code)
+      WHERE f.name !~ '^_' AND NOT f.is_trigger
+        AND m.code[1] NOT IN ('FF007', 'FF008', 'FF010', 'FF011')
+        AND NOT EXISTS (SELECT 1 FROM reachable r WHERE r.oid = f.oid AND r.code = m.code[1])
+      ORDER BY 1$$,
+    'no API COMMENT names an FF code the function cannot raise');
+
+SELECT set_eq(
+    $$SELECT f.signature FROM fn f WHERE f.prosrc ~* 'INSERT\s+INTO\s+flowforge\.task_run_event'$$,
+    ARRAY['flowforge._append_events(uuid,uuid,text,uuid[],text[],text[],bigint[],integer[],jsonb[],timestamp with time zone)',
+          'flowforge.claim(text[],text,interval,integer)',
+          'flowforge.complete(uuid,bigint,jsonb)',
+          'flowforge.complete_many(uuid[],bigint[],jsonb[])',
+          'flowforge._dispatch_rows(uuid[],timestamp with time zone)'],
+    'history rows are built by _append_events and the measured fast paths only');
+
+SELECT * FROM finish();
+ROLLBACK;
