@@ -250,7 +250,7 @@ def conn(loaded):
         yield c
 
 
-CLAIM = "flowforge.claim(text[],text,interval,integer)"
+CLAIM = "flowforge.claim(text[],text,interval,integer,text[])"
 REAPER = "flowforge.reap_expired_leases(integer)"
 TAKE_OUTBOX = "flowforge.take_outbox(integer)"
 RUN_EVENTS = "flowforge.run_events(uuid)"

@@ -2,9 +2,11 @@
 --
 -- A caller's organization comes from something it cannot forge:
 --   1. a gateway login (member of flowforge_gateway) acts for the API key it
---      verified with flowforge.authenticate() in the current transaction — the
---      record is keyed by (backend pid, transaction id) in a table only
---      SECURITY DEFINER functions can write;
+--      verified with flowforge.authenticate() in the current transaction — a
+--      token in a transaction-local setting, bound to the backend and the
+--      transaction's start and signed (HMAC) with a server secret only these
+--      functions can read, so a copied or edited token is refused; every call
+--      re-checks that the key is not revoked;
 --   2. any other login acts for the organization its own role (session_user,
 --      which SET ROLE does not change) is a member of;
 --   3. superusers and members of flowforge_owner (single-tenant use, the
@@ -29,13 +31,7 @@ BEGIN
         RETURN;
     END IF;
     IF pg_has_role(v_user, 'flowforge_gateway', 'MEMBER') THEN
-        SELECT g.organization_id, g.role INTO organization_id, role
-        FROM flowforge.gateway_session g
-        WHERE g.backend_pid = pg_backend_pid() AND g.xact_id = pg_current_xact_id();
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'not authenticated: call flowforge.authenticate(api_key) first in this transaction'
-                USING ERRCODE = 'FF008', HINT = 'A gateway connection authenticates every transaction with an API key.';
-        END IF;
+        SELECT g.organization_id, g.role INTO organization_id, role FROM flowforge._gateway_identity() g;
         RETURN;
     END IF;
     SELECT min(m.organization_id::text)::uuid, min(m.role), count(*) INTO organization_id, role, v_count
@@ -57,6 +53,62 @@ COMMENT ON FUNCTION flowforge._caller() IS
   'membership, or (superuser / flowforge_owner) the default organization as owner. Errors: FF008 gateway not '
   'authenticated in this transaction; FF007 the login role belongs to no organization.';
 SELECT flowforge._rights('flowforge._caller()', 'flowforge_system', '{flowforge_app,flowforge_worker,flowforge_daemon,flowforge_gateway,flowforge_readonly}');
+
+-- Gateway tokens: what authenticate() hands a transaction, and how every call
+-- checks it. v1.<key id>.<organization>.<role>.<backend pid>.<transaction start,
+-- µs since the epoch>.<HMAC-SHA256 of the rest, hex>. No row is written, so a
+-- gateway transaction that only reads consumes no transaction id, and nothing
+-- can make revoke_api_key wait.
+CREATE OR REPLACE FUNCTION flowforge._gateway_token(p_api_key_id uuid, p_organization_id uuid, p_role text) RETURNS text
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_payload constant text := concat_ws('.', 'v1', p_api_key_id, p_organization_id, p_role, pg_backend_pid(),
+                                         (extract(epoch FROM pg_catalog.now()) * 1000000)::bigint);
+BEGIN
+    RETURN v_payload || '.' || encode(flowforge._hmac_sha256(
+        (SELECT s.gateway_key FROM flowforge.server_secret s), convert_to(v_payload, 'UTF8')), 'hex');
+END;
+$$;
+COMMENT ON FUNCTION flowforge._gateway_token(uuid, uuid, text) IS
+  'Internal: the signed token authenticate() stores for the current transaction (readable only under '
+  'flowforge_system''s policy on server_secret).';
+
+CREATE OR REPLACE FUNCTION flowforge._gateway_identity(OUT api_key_id uuid, OUT organization_id uuid, OUT role text)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_token constant text := current_setting('flowforge.gateway', true);
+    v_parts text[];
+    v_live boolean;
+BEGIN
+    v_parts := string_to_array(v_token, '.');
+    -- One answer for a missing, malformed, copied, edited or stale token.
+    IF v_token IS NULL OR cardinality(v_parts) <> 7 OR v_parts[1] <> 'v1' OR v_parts[7] !~ '^[0-9a-f]{64}$'
+       OR v_parts[5] <> pg_backend_pid()::text
+       OR v_parts[6] <> ((extract(epoch FROM pg_catalog.now()) * 1000000)::bigint)::text
+       OR NOT flowforge._bytes_equal(
+                  flowforge._hmac_sha256((SELECT s.gateway_key FROM flowforge.server_secret s),
+                                         convert_to(array_to_string(v_parts[1:6], '.'), 'UTF8')),
+                  decode(v_parts[7], 'hex')) THEN
+        RAISE EXCEPTION 'not authenticated: call flowforge.authenticate(api_key) first in this transaction'
+            USING ERRCODE = 'FF008', HINT = 'A gateway connection authenticates every transaction with an API key.';
+    END IF;
+    api_key_id := v_parts[2]::uuid;
+    organization_id := v_parts[3]::uuid;
+    role := v_parts[4];
+    -- Revocation takes effect at the holder's next call, even inside an open transaction.
+    SELECT k.revoked_at IS NULL INTO v_live FROM flowforge.api_key k WHERE k.id = api_key_id;
+    IF v_live IS NOT TRUE THEN
+        RAISE EXCEPTION 'invalid API key' USING ERRCODE = 'FF008', HINT = 'Check the key; a revoked key is invalid.';
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._gateway_identity() IS
+  'Internal: the API key, organization and role of the current gateway transaction, from its signed token. '
+  'Errors: FF008 no valid token for this backend and transaction, or the key was revoked since.';
 
 -- Inside an API call the organization is resolved once, by _authorize, and
 -- kept in flowforge.caller_org for the rest of that call: every SECURITY
@@ -128,6 +180,31 @@ $$;
 COMMENT ON FUNCTION flowforge._is_operator() IS
   'Internal: true for superusers and members of flowforge_owner (who manage organizations).';
 
+-- A gateway login: acts for the API key of each transaction, never for its own role.
+CREATE OR REPLACE FUNCTION flowforge._is_gateway() RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = session_user AND r.rolsuper)
+       AND pg_has_role(session_user, 'flowforge_gateway', 'MEMBER')
+$$;
+COMMENT ON FUNCTION flowforge._is_gateway() IS
+  'Internal: true for a login that is a member of flowforge_gateway (superusers excluded: pg_has_role is true for '
+  'them whatever the role).';
+
+-- Who may read any organization's runs (get_run, run_events, resolve_run_id):
+-- the operator and the DBA read role. Never a tenant: add_member refuses to
+-- map a login that belongs to flowforge_readonly or flowforge_owner.
+CREATE OR REPLACE FUNCTION flowforge._is_read_operator() RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT flowforge._is_operator()
+        OR (pg_has_role(session_user, 'flowforge_readonly', 'MEMBER') AND NOT flowforge._is_gateway())
+$$;
+COMMENT ON FUNCTION flowforge._is_read_operator() IS
+  'Internal: true for superusers, members of flowforge_owner and members of flowforge_readonly (not a gateway).';
+
 -- Append to the audit log: field names and ids, never values (seed 002's rule).
 CREATE OR REPLACE FUNCTION flowforge._audit(p_organization_id uuid, p_action text, p_entity text, p_entity_id text,
                                             p_fields text[] DEFAULT '{}')
@@ -140,9 +217,9 @@ BEGIN
     INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, entity_id, fields, created_at)
     VALUES (p_organization_id,
             session_user::text || coalesce(' via key ' || (SELECT k.prefix FROM flowforge.api_key k
-                                                           JOIN flowforge.gateway_session g ON g.api_key_id = k.id
-                                                           WHERE g.backend_pid = pg_backend_pid()
-                                                             AND g.xact_id = pg_current_xact_id()), ''),
+                                                           WHERE flowforge._is_gateway()
+                                                             AND k.id = (SELECT g.api_key_id
+                                                                         FROM flowforge._gateway_identity() g)), ''),
             p_action, p_entity, p_entity_id, p_fields, flowforge.now());
 END;
 $$;
@@ -184,7 +261,7 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.create_organization(text, text) IS
   'create_organization(slug text, name text) -> uuid. Operator only (superuser or member of flowforge_owner). Audited. '
-  'Errors: FF007 not the operator; FF003 bad or taken slug, bad name.';
+  'Errors: FF007 not the operator; FF003 bad or taken slug, bad name; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.create_organization(text,text)', 'flowforge_system', '{}');
 
 -- The organization named by slug, if the caller may administer it.
@@ -287,6 +364,57 @@ COMMENT ON FUNCTION flowforge.add_member(text, name, text) IS
   'member; FF007 not an admin; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.add_member(text,name,text)', 'flowforge_system', '{flowforge_app,flowforge_gateway}');
 
+-- The operator's onboarding path: map a login (add_member) and give it safe
+-- timeouts, so a stuck client cannot hold locks, a snapshot or a connection
+-- slot for long. SECURITY INVOKER on purpose: ALTER ROLE ... SET needs
+-- CREATEROLE, which FlowForge's own roles must never hold, so this runs with
+-- the operator's rights (superuser or CREATEROLE). Group-role settings do not
+-- reach member logins, which is why they are set on the login itself.
+CREATE OR REPLACE FUNCTION flowforge.onboard_login(organization text, member name, role text DEFAULT 'member',
+                                                   statement_timeout text DEFAULT '30s',
+                                                   lock_timeout text DEFAULT '5s',
+                                                   idle_in_transaction_timeout text DEFAULT '60s')
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY INVOKER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_setting record;
+    v_old text;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = current_user AND (r.rolsuper OR r.rolcreaterole)) THEN
+        RAISE EXCEPTION 'onboard_login sets role defaults and needs a superuser or CREATEROLE operator, not %', current_user
+            USING ERRCODE = 'FF007', HINT = 'An organization admin can map the login with add_member; the operator sets its timeouts.';
+    END IF;
+    PERFORM flowforge.add_member(onboard_login.organization, onboard_login.member, onboard_login.role);
+    FOR v_setting IN
+        SELECT * FROM (VALUES ('statement_timeout', onboard_login.statement_timeout),
+                              ('lock_timeout', onboard_login.lock_timeout),
+                              ('idle_in_transaction_session_timeout', onboard_login.idle_in_transaction_timeout))
+                      AS t(name, value)
+    LOOP
+        -- A duration PostgreSQL accepts for the setting, or FF003 before anything
+        -- changes (tried on this transaction, then put back).
+        BEGIN
+            v_old := current_setting(v_setting.name);
+            PERFORM set_config(v_setting.name, v_setting.value, true);
+            PERFORM set_config(v_setting.name, v_old, true);
+        EXCEPTION WHEN invalid_parameter_value THEN
+            RAISE EXCEPTION '% must be a duration such as ''30s'', got %', v_setting.name, quote_literal(v_setting.value)
+                USING ERRCODE = 'FF003', HINT = 'Use PostgreSQL''s units: ms, s, min, h.';
+        END;
+        EXECUTE format('ALTER ROLE %I SET %I = %L', onboard_login.member, v_setting.name, v_setting.value);
+    END LOOP;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.onboard_login(text, name, text, text, text, text) IS
+  'onboard_login(organization text, member name, role text default ''member'', statement_timeout text default ''30s'', '
+  'lock_timeout text default ''5s'', idle_in_transaction_timeout text default ''60s''). The operator''s way to '
+  'onboard a tenant login: add_member, then ALTER ROLE member SET the three timeouts (new sessions of that login get '
+  'them). Runs with the caller''s rights (superuser or CREATEROLE). Errors: FF007 caller may not alter roles; FF003 a '
+  'bad duration, role or member; FF007/FF008 as for every API call; and what add_member raises (an unknown organization).';
+SELECT flowforge._rights('flowforge.onboard_login(text,name,text,text,text,text)', 'flowforge_owner', '{}');
+
 CREATE OR REPLACE FUNCTION flowforge.remove_member(organization text, member name) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -333,8 +461,13 @@ BEGIN
     PERFORM flowforge._check_grantable(create_api_key.role, NULL);
     v_token := v_prefix || '_' || v_secret;
     -- sha256 of a high-entropy token: a slow password hash would only hand attackers a CPU lever.
-    INSERT INTO flowforge.api_key (organization_id, name, prefix, hashed_key, role, created_at)
-    VALUES (v_org, create_api_key.name, v_prefix, sha256(convert_to(v_token, 'UTF8')), create_api_key.role, flowforge.now());
+    WITH created AS (
+        INSERT INTO flowforge.api_key (organization_id, name, prefix, hashed_key, role, created_at)
+        VALUES (v_org, create_api_key.name, v_prefix, sha256(convert_to(v_token, 'UTF8')), create_api_key.role,
+                flowforge.now())
+        RETURNING id
+    )
+    INSERT INTO flowforge.api_key_usage (api_key_id, organization_id) SELECT c.id, v_org FROM created c;
     PERFORM flowforge._audit(v_org, 'create', 'api_key', v_prefix, ARRAY['name', 'role', 'prefix']);
     RETURN v_token;
 END;
@@ -366,13 +499,15 @@ BEGIN
             USING ERRCODE = 'FF001', HINT = 'Pass the key''s prefix (ffk_...), not the secret; only your organization''s keys.';
     END IF;
     PERFORM flowforge._check_grantable(NULL, v_key.role);
+    -- No other write ever locks this row (usage is recorded in api_key_usage), so
+    -- revocation never waits for the key's holder; its next call is refused.
     UPDATE flowforge.api_key k SET revoked_at = coalesce(k.revoked_at, flowforge.now()) WHERE k.id = v_key.id;
-    DELETE FROM flowforge.gateway_session g WHERE g.api_key_id = v_key.id;
     PERFORM flowforge._audit(v_key.organization_id, 'revoke', 'api_key', revoke_api_key.prefix, ARRAY['revoked_at']);
 END;
 $$;
 COMMENT ON FUNCTION flowforge.revoke_api_key(text) IS
-  'revoke_api_key(prefix text). The key stops working from the next authenticate. Operator or organization admin '
+  'revoke_api_key(prefix text). The key stops working at once: its holder''s next call is refused with FF008, '
+  'even inside a transaction that authenticated before; revocation never waits for the holder. Operator or organization admin '
   'only. Audited. Errors: FF001 no such key (or not yours); FF007 not an admin; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.revoke_api_key(text)', 'flowforge_system', '{flowforge_app,flowforge_gateway}');
 
@@ -384,6 +519,14 @@ AS $$
 DECLARE
     v_key record;
 BEGIN
+    -- Anyone else acts for its own role: succeeding here would mislead it into
+    -- thinking the calls after this one act for the key's organization.
+    IF NOT flowforge._is_gateway() THEN
+        RAISE EXCEPTION 'authenticate is for gateway logins (members of flowforge_gateway); % acts for its own role',
+            session_user
+            USING ERRCODE = 'FF007',
+                  HINT = 'Operators read any organization''s runs with get_run / run_events directly (docs/security.md).';
+    END IF;
     SELECT k.id, k.organization_id, k.role INTO v_key
     FROM flowforge.api_key k
     WHERE k.prefix = split_part(authenticate.api_key, '_', 1) || '_' || split_part(authenticate.api_key, '_', 2)
@@ -393,23 +536,23 @@ BEGIN
         -- One answer for unknown, wrong and revoked keys; the key never appears in the message.
         RAISE EXCEPTION 'invalid API key' USING ERRCODE = 'FF008', HINT = 'Check the key; a revoked key is invalid.';
     END IF;
-    INSERT INTO flowforge.gateway_session (backend_pid, xact_id, organization_id, role, api_key_id, created_at)
-    VALUES (pg_backend_pid(), pg_current_xact_id(), v_key.organization_id, v_key.role, v_key.id, flowforge.now())
-    ON CONFLICT ON CONSTRAINT gateway_session_pkey DO UPDATE
-    SET xact_id = EXCLUDED.xact_id, organization_id = EXCLUDED.organization_id, role = EXCLUDED.role,
-        api_key_id = EXCLUDED.api_key_id, created_at = EXCLUDED.created_at;
+    -- Transaction-local: the identity ends with this transaction.
+    PERFORM set_config('flowforge.gateway', flowforge._gateway_token(v_key.id, v_key.organization_id, v_key.role), true);
     -- At most once a minute and never waiting: concurrent gateway transactions
-    -- with one key must not queue behind this row lock.
-    UPDATE flowforge.api_key k SET last_used_at = flowforge.now()
-    WHERE k.id = (SELECT u.id FROM flowforge.api_key u
-                  WHERE u.id = v_key.id
-                    AND (u.last_used_at IS NULL OR u.last_used_at < flowforge.now() - interval '1 minute')
-                  FOR NO KEY UPDATE SKIP LOCKED);
+    -- with one key must not queue behind this row lock (and a read-only
+    -- transaction writes nothing the other 59 seconds).
+    UPDATE flowforge.api_key_usage u SET last_used_at = flowforge.now()
+    WHERE u.api_key_id = (SELECT x.api_key_id FROM flowforge.api_key_usage x
+                          WHERE x.api_key_id = v_key.id
+                            AND (x.last_used_at IS NULL OR x.last_used_at < flowforge.now() - interval '1 minute')
+                          FOR NO KEY UPDATE SKIP LOCKED);
     RETURN v_key.organization_id;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.authenticate(api_key text) IS
   'authenticate(api_key text) -> uuid. For gateway connections (flowforge_gateway): verifies the key (prefix lookup, '
-  'sha256 compare, not revoked) and confines the rest of the current transaction to its organization and role; '
-  'returns the organization id. Records last_used_at (to the minute). Errors: FF008 invalid, unknown or revoked key (one answer).';
+  'sha256 compare, not revoked) and confines the rest of the current transaction to its organization and role with '
+  'a signed, transaction-bound token (no row is written); returns the organization id. Records last_used_at in '
+  'api_key_usage (to the minute). Errors: FF008 invalid, unknown or revoked key (one answer); FF007 the caller is not '
+  'a gateway login (any other session acts for its own role).';
 SELECT flowforge._rights('flowforge.authenticate(text)', 'flowforge_system', '{flowforge_gateway}');

@@ -13,3 +13,30 @@ DROP FUNCTION IF EXISTS flowforge._task_input(jsonb, uuid, uuid);
 DROP FUNCTION IF EXISTS flowforge._after_task_stopped(uuid, uuid, varchar, timestamptz);
 -- The run-level "run ended" event, folded into _settle_run (through _append_events).
 DROP FUNCTION IF EXISTS flowforge._record_run_finished(uuid, uuid, varchar, integer, timestamptz);
+-- claim(queues, worker, lease, batch) -> claim(..., task_names) (the handler filter; issue 11).
+DROP FUNCTION IF EXISTS flowforge.claim(text[], text, interval, integer);
+-- take_outbox(batch), whose rows were locked until the caller's transaction ended -> take_outbox(batch, lease)
+-- (a short committed lease: no transaction open across broker I/O; issue 12).
+DROP FUNCTION IF EXISTS flowforge.take_outbox(integer);
+
+-- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
+-- cannot change a result type, so the old one is dropped when it is still the
+-- old one (the file that defines the function creates it again right after).
+DO $$
+DECLARE
+    v_fn record;
+BEGIN
+    FOR v_fn IN
+        SELECT * FROM (VALUES
+            -- queue_settings gained amqp_queue (the consumer's queue name) for per-database routing (issue 11).
+            ('flowforge.queue_settings(text[])',
+             'TABLE(name text, exchange text, routing_key text, dispatch_lease interval, amqp_queue text)')
+        ) AS r(signature, result)
+    LOOP
+        IF to_regprocedure(v_fn.signature) IS NOT NULL
+           AND pg_get_function_result(to_regprocedure(v_fn.signature)) <> v_fn.result THEN
+            EXECUTE format('DROP FUNCTION %s', v_fn.signature);
+        END IF;
+    END LOOP;
+END;
+$$;

@@ -126,3 +126,67 @@ COMMENT ON FUNCTION flowforge.retry_run(uuid) IS
   'NOTIFY flowforge_ready. Errors: FF001 no such run; FF005 the run is not failed or cancelled; FF007/FF008 as for '
   'every API call.';
 SELECT flowforge._rights('flowforge.retry_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+
+-- Run lookups shared by the verbs and the reads.
+
+-- Which organization owns a run, whatever the caller's: owned by
+-- flowforge_system (whose policy sees every organization) and closed to every
+-- runtime role; only the operator read path below calls it.
+CREATE OR REPLACE FUNCTION flowforge._run_organization(p_run_id uuid) RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$ SELECT r.organization_id FROM flowforge.workflow_run r WHERE r.id = p_run_id $$;
+COMMENT ON FUNCTION flowforge._run_organization(uuid) IS
+  'Internal: the organization of run p_run_id across organizations, NULL when there is none.';
+SELECT flowforge._rights('flowforge._run_organization(uuid)', 'flowforge_system', '{}');
+
+-- Runs whose id starts with a prefix, across organizations (the operator's
+-- `flowforge run show 1a2b`). A range on the primary key, not a LIKE scan.
+CREATE OR REPLACE FUNCTION flowforge._runs_by_prefix(p_prefix text, p_org uuid) RETURNS uuid[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_hex constant text := replace(lower(p_prefix), '-', '');
+    v_ids uuid[];
+BEGIN
+    SELECT array_agg(r.id) INTO v_ids FROM (
+        SELECT r.id FROM flowforge.workflow_run r
+        WHERE r.id BETWEEN rpad(v_hex, 32, '0')::uuid AND rpad(v_hex, 32, 'f')::uuid
+          AND (p_org IS NULL OR r.organization_id = p_org)
+        LIMIT 2) r;
+    RETURN v_ids;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._runs_by_prefix(text, uuid) IS
+  'Internal: up to two ids of runs whose id starts with the hex prefix p_prefix, in organization p_org (every '
+  'organization when NULL).';
+SELECT flowforge._rights('flowforge._runs_by_prefix(text,uuid)', 'flowforge_system', '{}');
+
+-- The organization a read of one run acts in. A tenant reads its own
+-- organization's runs (viewer rights); the operator and the DBA read role
+-- read any organization's: the call then acts in the run's organization, so
+-- row-level security shows that organization's rows and nothing else.
+CREATE OR REPLACE FUNCTION flowforge._authorize_run_read(p_run_id uuid) RETURNS uuid
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_org uuid;
+BEGIN
+    IF NOT flowforge._is_read_operator() THEN
+        RETURN flowforge._authorize('viewer');
+    END IF;
+    v_org := flowforge._run_organization(p_run_id);
+    IF v_org IS NULL THEN
+        PERFORM flowforge._run_not_found(p_run_id::text);
+    END IF;
+    -- For the rest of the calling API function (its SET clause restores it).
+    PERFORM set_config('flowforge.caller_org', v_org::text, true);
+    RETURN v_org;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._authorize_run_read(uuid) IS
+  'Internal: the organization a read of run p_run_id acts in — the caller''s (viewer rights) for tenants, the run''s '
+  'for operators and flowforge_readonly. Errors: FF001 no such run (operators); FF007/FF008 as _authorize.';

@@ -58,7 +58,8 @@ COMMENT ON FUNCTION flowforge._lock_run_of(uuid) IS
   'Internal: locks (FOR NO KEY UPDATE) the workflow_run of a task run of the caller''s organization and returns its id; '
   'NULL when there is no such task run.';
 
-CREATE OR REPLACE FUNCTION flowforge.claim(queues text[], worker text, lease interval DEFAULT '30 seconds', batch integer DEFAULT 1)
+CREATE OR REPLACE FUNCTION flowforge.claim(queues text[], worker text, lease interval DEFAULT '30 seconds',
+                                           batch integer DEFAULT 1, task_names text[] DEFAULT NULL)
 RETURNS TABLE (task_run_id uuid, workflow_run_id uuid, task_key text, attempt integer,
                fencing_token bigint, input jsonb, lease_expires_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -84,11 +85,32 @@ BEGIN
         RAISE EXCEPTION 'batch must be between 1 and 1000, got %', coalesce(claim.batch::text, 'NULL')
             USING ERRCODE = 'FF003', HINT = 'Claim at most as many tasks as you have free capacity for.';
     END IF;
+    IF claim.task_names IS NOT NULL
+       AND (cardinality(claim.task_names) NOT BETWEEN 1 AND 1000 OR array_position(claim.task_names, NULL) IS NOT NULL) THEN
+        RAISE EXCEPTION 'task_names must be NULL (any task) or 1 to 1000 task names without NULLs'
+            USING ERRCODE = 'FF003', HINT = 'Pass the task names this worker has handlers for.';
+    END IF;
     PERFORM flowforge._check_lease(claim.lease);
 
     -- Pick first, into an array, so the LIMIT runs exactly once (a LIMIT inside
     -- an IN-subquery of the UPDATE may be re-executed and take more rows).
-    IF cardinality(claim.queues) = 1 THEN
+    IF claim.task_names IS NOT NULL THEN
+        -- Only what the caller can run: one ordered scan of idx_taskrun_ready_by_name per
+        -- (queue, name), then the best of them. Tasks nobody handles stay ready.
+        SELECT array_agg(p.id) INTO v_ids FROM (
+            SELECT c.id
+            FROM (SELECT DISTINCT u.name FROM unnest(claim.queues) AS u(name)) AS q(name)
+            CROSS JOIN (SELECT DISTINCT n.name FROM unnest(claim.task_names) AS n(name)) AS k(name)
+            CROSS JOIN LATERAL (
+                SELECT tr.id, tr.priority, tr.ready_at FROM flowforge.task_run tr
+                WHERE tr.organization_id = v_org AND tr.state = 'ready' AND tr.queue = q.name
+                  AND tr.task_key = k.name AND tr.ready_at <= v_now
+                ORDER BY tr.priority DESC, tr.ready_at
+                LIMIT claim.batch
+                FOR UPDATE SKIP LOCKED) c
+            ORDER BY c.priority DESC, c.ready_at
+            LIMIT claim.batch) p;
+    ELSIF cardinality(claim.queues) = 1 THEN
         -- Equality on queue lets idx_taskrun_state_age return rows in claim order.
         SELECT array_agg(p.id) INTO v_ids FROM (
             SELECT tr.id FROM flowforge.task_run tr
@@ -128,6 +150,7 @@ BEGIN
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
                   tr.fencing_token, tr.lease_expires_at
     ), events AS (
+        -- Fast path: the event rows inline (see _append_events).
         INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
                                               fencing_token, attempt, detail, created_at)
         SELECT c.organization_id, c.workflow_run_id, c.id, 'claimed', 'ready', 'running', c.fencing_token, c.attempt,
@@ -136,7 +159,8 @@ BEGIN
     )
     SELECT c.id, c.workflow_run_id, c.task_key::text, c.attempt, c.fencing_token,
            -- The same shape as flowforge._task_input (used by push dispatch), inline:
-           -- a function call per claimed row costs more than the two lookups.
+           -- a function call per claimed row costs more than the two lookups
+           -- (claim_input_matches_task_input.sql keeps the two in step).
            jsonb_build_object(
                'run', (SELECT r.input FROM flowforge.workflow_run r WHERE r.id = c.workflow_run_id),
                'deps', coalesce((SELECT jsonb_object_agg(up.task_key, up.output)
@@ -148,14 +172,16 @@ BEGIN
     FROM claimed c;
 END;
 $$;
-COMMENT ON FUNCTION flowforge.claim(text[], text, interval, integer) IS
-  'claim(queues text[], worker text, lease interval default ''30 seconds'', batch int default 1) -> setof (task_run_id, '
-  'workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at). Takes up to batch ready tasks of the '
-  'given queues in the caller''s organization whose ready_at has come — highest priority first, then longest ready — '
-  'with FOR UPDATE SKIP LOCKED, so concurrent workers never take the same task. Each becomes running with a new '
-  'fencing token and a lease (capped by the task''s timeout); event "claimed". input is {"run": <run input>, '
-  '"deps": {<dependency key>: <its output>}}. Returns no rows when nothing is ready. Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
-SELECT flowforge._rights('flowforge.claim(text[],text,interval,integer)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
+COMMENT ON FUNCTION flowforge.claim(text[], text, interval, integer, text[]) IS
+  'claim(queues text[], worker text, lease interval default ''30 seconds'', batch int default 1, task_names text[] '
+  'default null) -> setof (task_run_id, workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at). '
+  'Takes up to batch ready tasks of the given queues in the caller''s organization whose ready_at has come — highest '
+  'priority first, then longest ready — with FOR UPDATE SKIP LOCKED, so concurrent workers never take the same task. '
+  'With task_names, only tasks of those names (the handlers the caller has): a task nobody handles stays ready and '
+  'visible. Each becomes running with a new fencing token and a lease (capped by the task''s timeout); event '
+  '"claimed". input is {"run": <run input>, "deps": {<dependency key>: <its output>}}. Returns no rows when nothing '
+  'is ready. Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.claim(text[],text,interval,integer,text[])', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.heartbeat(task_run_id uuid, fencing_token bigint, lease interval DEFAULT '30 seconds')
 RETURNS timestamptz

@@ -22,6 +22,7 @@ DECLARE
     v_done_ids uuid[];
     v_done_runs uuid[];
     v_done_tasks uuid[];
+    v_too_large uuid[];
 BEGIN
     IF complete_many.task_run_ids IS NULL OR complete_many.fencing_tokens IS NULL
        OR cardinality(complete_many.task_run_ids) <> cardinality(complete_many.fencing_tokens)
@@ -30,7 +31,11 @@ BEGIN
         RAISE EXCEPTION 'task_run_ids, fencing_tokens and outputs must be parallel arrays of at most 1000 items'
             USING ERRCODE = 'FF003', HINT = 'Pass outputs => NULL when no task has an output.';
     END IF;
-    PERFORM flowforge._check_size(o, 'task output') FROM unnest(complete_many.outputs) AS o;
+    -- An output over the limits is refused for that task only (outcome too_large),
+    -- like complete() refuses it with FF009: the rest of the batch goes on.
+    SELECT coalesce(array_agg(i.id), '{}') INTO v_too_large
+    FROM unnest(complete_many.task_run_ids, complete_many.outputs) AS i(id, output)
+    WHERE flowforge._payload_problem(i.output, 'task output') IS NOT NULL;
 
     -- Lock order: every run first (in id order, so two batches cannot deadlock), then tasks.
     PERFORM 1 FROM flowforge.workflow_run r
@@ -49,6 +54,7 @@ BEGIN
         SET state = 'succeeded', output = item.output, finished_at = v_now, lease_expires_at = NULL, error = NULL
         FROM item
         WHERE tr.id = item.id AND tr.fencing_token = item.token AND tr.state = 'running' AND tr.organization_id = v_org
+          AND NOT item.id = ANY (v_too_large)
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt, tr.fencing_token
     ), events AS (
         INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
@@ -98,6 +104,7 @@ BEGIN
     SELECT i.id,
            CASE WHEN i.id = ANY (v_done_ids) THEN 'completed'
                 WHEN tr.id IS NULL THEN 'not_found'
+                WHEN tr.fencing_token = i.token AND tr.state = 'running' AND i.id = ANY (v_too_large) THEN 'too_large'
                 WHEN tr.fencing_token <> i.token THEN 'stale'
                 ELSE 'not_running' END
     FROM unnest(complete_many.task_run_ids, complete_many.fencing_tokens) WITH ORDINALITY AS i(id, token, n)
@@ -109,8 +116,9 @@ COMMENT ON FUNCTION flowforge.complete_many(uuid[], bigint[], jsonb[]) IS
   'complete_many(task_run_ids uuid[], fencing_tokens bigint[], outputs jsonb[] default null) -> setof (task_run_id, '
   'outcome). complete() for up to 1000 tasks in one transaction, with set-based statements: each running task held '
   'under its token succeeds with its output (event completed), dependents are released, runs settle. Per task the '
-  'outcome is completed, stale (token moved on: drop the result), not_running (already completed/failed) or '
-  'not_found (no such task run in your organization); refusals do not abort the batch. '
-  'Errors: FF003 arrays of different lengths or over 1000 items; FF009 an output over the size limit; FF007/FF008 as '
-  'for every API call.';
+  'outcome is completed, stale (token moved on: drop the result), not_running (already completed/failed), '
+  'not_found (no such task run in your organization) or too_large (the output is over max_payload_bytes or nested '
+  'deeper than max_json_depth: the task is still running — fail it with retryable => false, as for complete''s '
+  'FF009); refusals do not abort the batch. Errors: FF003 arrays of different lengths or over 1000 items; '
+  'FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.complete_many(uuid[],bigint[],jsonb[])', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');

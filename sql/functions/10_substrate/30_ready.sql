@@ -18,16 +18,26 @@ COMMENT ON FUNCTION flowforge._notify_ready() IS
 
 -- Tasks of a run became ready (start, dependents released, a retry, a run
 -- retried): those due now on a push queue are dispatched in this same
--- transaction, and pull workers are woken. Ready work whose time has not come
--- (a retry in backoff) is picked up later by tick() and by polling workers.
+-- transaction, and pull workers are woken only when something is left for
+-- them — a push-only dispatch wakes nobody but the daemon. Ready work whose
+-- time has not come (a retry in backoff) is picked up later by tick() and by
+-- polling workers.
 CREATE OR REPLACE FUNCTION flowforge._tasks_ready(p_run_id uuid, p_now timestamptz) RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
+    -- Pull-only deployments pay one probe of an empty partial index and nothing more.
+    IF NOT EXISTS (SELECT 1 FROM flowforge.queue q WHERE q.exchange IS NOT NULL) THEN
+        PERFORM flowforge._notify_ready();
+        RETURN;
+    END IF;
     PERFORM flowforge._dispatch_run(p_run_id, p_now);
-    PERFORM flowforge._notify_ready();
+    IF EXISTS (SELECT 1 FROM flowforge.task_run tr
+               WHERE tr.workflow_run_id = p_run_id AND tr.state = 'ready' AND tr.ready_at <= p_now) THEN
+        PERFORM flowforge._notify_ready();
+    END IF;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._tasks_ready(uuid, timestamptz) IS
   'Internal: tasks of run p_run_id became ready — dispatch the due ones of push queues (outbox rows, NOTIFY '
-  'flowforge_outbox) and NOTIFY flowforge_ready for pull workers.';
+  'flowforge_outbox) and NOTIFY flowforge_ready when due ready work is left for pull workers.';

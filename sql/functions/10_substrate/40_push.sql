@@ -2,14 +2,33 @@
 -- transactional outbox.
 --
 --   configure_queue(name, exchange, routing_key, dispatch_lease)
---   take_outbox(batch) -> unpublished messages, locked for this transaction
+--   take_outbox(batch, lease) -> messages to publish, each taken under a short lease
 --   mark_published(ids) -> how many were stamped
+--   defer_outbox(ids, error) -> the broker refused them: try again later
 --
 -- When a task of a push queue becomes ready, the same transaction claims it
 -- for dispatch (running, lease_owner 'dispatch', fencing token bumped) and
 -- writes one outbox_message for that (task_run, fencing_token) generation.
 -- uniq_outbox_per_taskrun_generation makes a second row for the same
 -- generation impossible; a conflicting insert is skipped.
+--
+-- Routing: unless the queue names a routing key, a message is routed by
+-- <database>.<organization slug>.<queue>, and a consumer binds the AMQP queue
+-- flowforge.<database>.<organization slug>.<queue> (queue_settings says both),
+-- so two databases or two organizations sharing a broker and an exchange never
+-- receive each other's messages.
+
+-- The default routing of an organization's push queue: unique per database
+-- and organization, so messages of two FlowForge databases (or tenants) on
+-- one broker never cross.
+CREATE OR REPLACE FUNCTION flowforge._push_route(p_org uuid, p_queue text) RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT current_database() || '.' || (SELECT o.slug FROM flowforge.organization o WHERE o.id = p_org) || '.' || p_queue
+$$;
+COMMENT ON FUNCTION flowforge._push_route(uuid, text) IS
+  'Internal: <database>.<organization slug>.<queue> — the default routing key of a push queue and the suffix of '
+  'the AMQP queue its consumers bind (flowforge.<route>).';
 
 CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_ids uuid[], p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -28,16 +47,17 @@ BEGIN
         WHERE tr.id = ANY (p_ids) AND tr.state = 'ready'
           AND q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
-                  tr.fencing_token, q.exchange, coalesce(q.routing_key, tr.queue) AS routing_key
+                  tr.fencing_token, q.exchange,
+                  coalesce(q.routing_key, flowforge._push_route(tr.organization_id, tr.queue)) AS routing_key
     ), written AS (
         INSERT INTO flowforge.outbox_message (organization_id, task_run_id, workflow_run_id, exchange, routing_key, payload,
-                                              fencing_token_snapshot, attempt_snapshot, created_at)
+                                              fencing_token_snapshot, attempt_snapshot, next_attempt_at, created_at)
         SELECT d.organization_id, d.id, d.workflow_run_id, d.exchange, d.routing_key,
                jsonb_build_object('task_run_id', d.id, 'fencing_token', d.fencing_token, 'attempt', d.attempt,
                                   'workflow_run_id', d.workflow_run_id, 'task_key', d.task_key,
-                                  'organization_id', d.organization_id,
+                                  'organization_id', d.organization_id, 'database', current_database(),
                                   'input', flowforge._task_input(d.workflow_run_id, d.task_id)),
-               d.fencing_token, d.attempt, p_now
+               d.fencing_token, d.attempt, p_now, p_now
         FROM dispatched d
         ON CONFLICT ON CONSTRAINT uniq_outbox_per_taskrun_generation DO NOTHING
         RETURNING task_run_id
@@ -68,10 +88,7 @@ AS $$
 DECLARE
     v_ids uuid[];
 BEGIN
-    -- Pull-only deployments pay one probe of an empty partial index and nothing more.
-    IF NOT EXISTS (SELECT 1 FROM flowforge.queue q WHERE q.exchange IS NOT NULL) THEN
-        RETURN 0;
-    END IF;
+    -- (_tasks_ready, the only caller, has checked that some queue is push.)
     SELECT array_agg(t.id) INTO v_ids FROM (
         SELECT tr.id
         FROM flowforge.task_run tr
@@ -164,7 +181,7 @@ COMMENT ON FUNCTION flowforge.configure_queue(text, text, text, interval) IS
   'tasks already waiting are dispatched at once. Errors: FF003 bad names or lease; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.configure_queue(text,text,text,interval)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
-CREATE OR REPLACE FUNCTION flowforge.take_outbox(batch integer DEFAULT 100)
+CREATE OR REPLACE FUNCTION flowforge.take_outbox(batch integer DEFAULT 100, lease interval DEFAULT '30 seconds')
 RETURNS TABLE (id uuid, exchange text, routing_key text, message_id text, payload jsonb, created_at timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -172,27 +189,50 @@ SET flowforge.caller_org = ''
 SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_now constant timestamptz := flowforge.now();
+    v_ids uuid[];
 BEGIN
     IF take_outbox.batch IS NULL OR take_outbox.batch NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'batch must be between 1 and 10000' USING ERRCODE = 'FF003', HINT = 'The daemon default is 100.';
     END IF;
+    IF take_outbox.lease IS NULL OR take_outbox.lease NOT BETWEEN interval '1 second' AND interval '1 hour' THEN
+        RAISE EXCEPTION 'lease must be between 1 second and 1 hour'
+            USING ERRCODE = 'FF003', HINT = 'Longer than a batch takes to publish and confirm; the daemon uses 30 seconds.';
+    END IF;
+    -- Available first (created, deferred, or a lease that ran out), through
+    -- idx_outbox_pending; deferred rows further on cost nothing. Taking moves
+    -- the row past the lease: committed, it keeps other daemons off it
+    -- without a lock held across the broker round trip.
+    -- Pick first, into an array, so the LIMIT runs exactly once (inside an
+    -- IN-subquery of the UPDATE it may be re-executed and take more rows).
+    SELECT array_agg(c.id) INTO v_ids FROM (
+        SELECT m.id FROM flowforge.outbox_message m
+        WHERE m.published_at IS NULL AND m.next_attempt_at <= v_now
+        ORDER BY m.next_attempt_at
+        LIMIT take_outbox.batch
+        FOR UPDATE SKIP LOCKED) c;
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
     RETURN QUERY
-    SELECT m.id, m.exchange::text, m.routing_key::text,
-           m.task_run_id::text || ':' || m.fencing_token_snapshot::text, m.payload, m.created_at
-    FROM flowforge.outbox_message m
-    WHERE m.published_at IS NULL
-      AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= flowforge.now())
-    ORDER BY m.created_at
-    LIMIT take_outbox.batch
-    FOR UPDATE SKIP LOCKED;
+    UPDATE flowforge.outbox_message m
+    SET next_attempt_at = v_now + take_outbox.lease
+    WHERE m.id = ANY (v_ids)  -- locked by the pick above: still unpublished
+    RETURNING m.id, m.exchange::text, m.routing_key::text,
+              m.task_run_id::text || ':' || m.fencing_token_snapshot::text, m.payload, m.created_at;
 END;
 $$;
-COMMENT ON FUNCTION flowforge.take_outbox(integer) IS
-  'take_outbox(batch int default 100) -> setof (id, exchange, routing_key, message_id, payload, created_at). The '
-  'oldest unpublished outbox messages not deferred by defer_outbox, locked FOR UPDATE SKIP LOCKED until the caller''s transaction ends, so any '
-  'number of daemons drain without taking the same row. message_id is <task_run_id>:<fencing_token>. Publish them, '
-  'wait for the broker''s confirms, then mark_published in the same transaction. Errors: FF003 bad batch.';
-SELECT flowforge._rights('flowforge.take_outbox(integer)', 'flowforge_system', '{flowforge_daemon}');
+COMMENT ON FUNCTION flowforge.take_outbox(integer, interval) IS
+  'take_outbox(batch int default 100, lease interval default ''30 seconds'') -> setof (id, exchange, routing_key, '
+  'message_id, payload, created_at). Takes up to batch unpublished outbox messages that are available (new, deferred '
+  'past their wait, or whose previous take lease ran out), oldest availability first, and holds each for lease: '
+  'commit the call at once — no transaction stays open across the broker round trip — then publish, wait for the '
+  'broker''s confirms, and settle each message with mark_published (confirmed) or defer_outbox (refused). Any number '
+  'of daemons drain at once without taking the same row; a daemon that dies after publishing lets its rows come back '
+  'after the lease, so a crash publishes a message at most once more. message_id is <task_run_id>:<fencing_token>. '
+  'Errors: FF003 bad batch or lease.';
+SELECT flowforge._rights('flowforge.take_outbox(integer,interval)', 'flowforge_system', '{flowforge_daemon}');
 
 CREATE OR REPLACE FUNCTION flowforge.mark_published(ids uuid[]) RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

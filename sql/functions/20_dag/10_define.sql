@@ -136,6 +136,14 @@ BEGIN
         END IF;
         v_backoff := flowforge._spec_interval(coalesce(v_task -> 'backoff', '"1 second"'), format('task "%s": backoff', v_key));
         v_max_backoff := flowforge._spec_interval(coalesce(v_task -> 'max_backoff', '"10 minutes"'), format('task "%s": max_backoff', v_key));
+        -- Bounded, so no arithmetic on them can overflow a timestamp (a backoff of
+        -- "1000000 years" once made every reaper call fail, for every organization).
+        IF v_backoff > interval '1 day' THEN
+            PERFORM flowforge._invalid_definition(format('task "%s": backoff must be at most 1 day, got %s', v_key, v_backoff));
+        END IF;
+        IF v_max_backoff > interval '7 days' THEN
+            PERFORM flowforge._invalid_definition(format('task "%s": max_backoff must be at most 7 days, got %s', v_key, v_max_backoff));
+        END IF;
         IF v_max_backoff < v_backoff THEN
             PERFORM flowforge._invalid_definition(format('task "%s": max_backoff (%s) is shorter than backoff (%s)', v_key, v_max_backoff, v_backoff));
         END IF;
@@ -166,6 +174,10 @@ BEGIN
         IF v_task ? 'timeout' AND v_task -> 'timeout' <> 'null' THEN
             IF flowforge._spec_interval(v_task -> 'timeout', format('task "%s": timeout', v_key)) = interval '0' THEN
                 PERFORM flowforge._invalid_definition(format('task "%s": timeout must be longer than zero', v_key));
+            END IF;
+            IF flowforge._spec_interval(v_task -> 'timeout', format('task "%s": timeout', v_key)) > interval '30 days' THEN
+                PERFORM flowforge._invalid_definition(format('task "%s": timeout must be at most 30 days, got %s',
+                                                             v_key, v_task -> 'timeout'));
             END IF;
             v_out := v_out || jsonb_build_object('timeout', ((v_task ->> 'timeout')::interval)::text);
         END IF;

@@ -135,7 +135,9 @@ BEGIN
     PERFORM flowforge._append_events(v_org, p_run_id, 'skipped', v_skipped,
         array_fill('pending'::text, ARRAY[cardinality(v_skipped)]), array_fill('skipped'::text, ARRAY[cardinality(v_skipped)]),
         v_tokens, v_attempts,
-        array_fill(jsonb_build_object('upstream_task_id', p_task_id), ARRAY[cardinality(v_skipped)]), p_now);
+        array_fill(jsonb_build_object('upstream_task_id', p_task_id,
+                                      'upstream_task', (SELECT t.key FROM flowforge.task t WHERE t.id = p_task_id)),
+                   ARRAY[cardinality(v_skipped)]), p_now);
     RETURN cardinality(v_skipped);
 END;
 $$;

@@ -80,7 +80,11 @@ BEGIN
         FOR UPDATE
     ), cancelled AS (
         UPDATE flowforge.task_run tr
-        SET state = 'cancelled', finished_at = p_now, lease_expires_at = NULL,
+        -- greatest(): a claim that started after this transaction did (an
+        -- application transaction opened before the claim, say) has a later
+        -- started_at than our now(); finished_at must not precede it
+        -- (taskrun_finished_after_started).
+        SET state = 'cancelled', finished_at = greatest(p_now, tr.started_at), lease_expires_at = NULL,
             fencing_token = CASE WHEN u.from_state = 'running' THEN tr.fencing_token + 1 ELSE tr.fencing_token END
         FROM unfinished u
         WHERE tr.id = u.id

@@ -15,7 +15,7 @@ SET flowforge.caller_org = ''
 AS $$
 #variable_conflict use_column
 DECLARE
-    v_org constant uuid := flowforge._authorize('viewer');
+    v_org constant uuid := flowforge._authorize_run_read(run_events.run_id);
 BEGIN
     PERFORM flowforge._run_engine(run_events.run_id, v_org);  -- FF001 for an unknown or foreign run
     RETURN QUERY
@@ -35,9 +35,10 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.run_events(uuid) IS
   'run_events(run_id uuid) -> setof (seq, created_at, task_run_id, task_key, kind, from_state, to_state, attempt, '
-  'fencing_token, detail): the run''s history, oldest first; run-level events have task_run_id NULL. '
+  'fencing_token, detail): the run''s history, oldest first; run-level events have task_run_id NULL. Viewer rights '
+  'in the caller''s organization; the operator and flowforge_readonly read any organization''s run. '
   'Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
-SELECT flowforge._rights('flowforge.run_events(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+SELECT flowforge._rights('flowforge.run_events(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway,flowforge_readonly}');
 
 CREATE OR REPLACE FUNCTION flowforge.list_runs(workflow text DEFAULT NULL, with_state text DEFAULT NULL, max_rows integer DEFAULT 50)
 RETURNS TABLE (id uuid, workflow_name text, version integer, state text, tasks_total integer, tasks_remaining integer,
@@ -53,15 +54,35 @@ BEGIN
     IF list_runs.max_rows IS NULL OR list_runs.max_rows NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'max_rows must be between 1 and 10000' USING ERRCODE = 'FF003', HINT = 'The default is 50.';
     END IF;
-    -- Newest first through idx_wfrun_org_recent; the filters apply as it scans.
+    IF list_runs.workflow IS NULL THEN
+        -- Newest first through idx_wfrun_org_recent; the state filter applies as it scans.
+        RETURN QUERY
+        SELECT r.id, w.name::text, w.version, r.state::text, r.tasks_total, r.tasks_remaining, r.tasks_failed,
+               r.created_at, r.started_at, r.finished_at
+        FROM flowforge.workflow_run r
+        JOIN flowforge.workflow w ON w.id = r.workflow_id
+        WHERE r.organization_id = v_org
+          AND (list_runs.with_state IS NULL OR r.state = list_runs.with_state)
+        ORDER BY r.created_at DESC
+        LIMIT list_runs.max_rows;
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM flowforge.workflow w WHERE w.organization_id = v_org AND w.name = list_runs.workflow) THEN
+        RAISE EXCEPTION 'workflow % not found', quote_literal(list_runs.workflow)
+            USING ERRCODE = 'FF001', HINT = 'list_workflows() shows what is defined.';
+    END IF;
+    -- One workflow: the newest runs of each of its versions through
+    -- idx_wfrun_wf_recent (the seed's "last N runs of this workflow"), merged.
     RETURN QUERY
     SELECT r.id, w.name::text, w.version, r.state::text, r.tasks_total, r.tasks_remaining, r.tasks_failed,
            r.created_at, r.started_at, r.finished_at
-    FROM flowforge.workflow_run r
-    JOIN flowforge.workflow w ON w.id = r.workflow_id
-    WHERE r.organization_id = v_org
-      AND (list_runs.workflow IS NULL OR w.name = list_runs.workflow)
-      AND (list_runs.with_state IS NULL OR r.state = list_runs.with_state)
+    FROM flowforge.workflow w
+    CROSS JOIN LATERAL (
+        SELECT x.* FROM flowforge.workflow_run x
+        WHERE x.workflow_id = w.id AND (list_runs.with_state IS NULL OR x.state = list_runs.with_state)
+        ORDER BY x.created_at DESC
+        LIMIT list_runs.max_rows) r
+    WHERE w.organization_id = v_org AND w.name = list_runs.workflow
     ORDER BY r.created_at DESC
     LIMIT list_runs.max_rows;
 END;
@@ -69,8 +90,8 @@ $$;
 COMMENT ON FUNCTION flowforge.list_runs(text, text, integer) IS
   'list_runs(workflow text default null, with_state text default null, max_rows int default 50) -> setof (id, workflow_name, '
   'version, state, tasks_total, tasks_remaining, tasks_failed, created_at, started_at, finished_at): the caller''s '
-  'organization''s runs, newest first, optionally of one workflow and/or in one state. Viewer rights. '
-  'Errors: FF003 max_rows outside 1..10000; FF007/FF008 as for every API call.';
+  'organization''s runs, newest first, optionally of one workflow (every version) and/or in one state. Viewer rights. '
+  'Errors: FF001 no workflow of that name; FF003 max_rows outside 1..10000; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.list_runs(text,text,integer)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.get_run(run_id uuid) RETURNS jsonb
@@ -79,11 +100,12 @@ SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
 AS $$
 DECLARE
-    v_org constant uuid := flowforge._authorize('viewer');
+    v_org constant uuid := flowforge._authorize_run_read(get_run.run_id);
     v_result jsonb;
 BEGIN
     SELECT jsonb_build_object(
-               'id', r.id, 'workflow', w.name, 'version', w.version, 'workflow_id', w.id, 'state', r.state,
+               'id', r.id, 'organization_id', r.organization_id, 'workflow', w.name, 'version', w.version,
+               'workflow_id', w.id, 'state', r.state,
                'input', r.input, 'idempotency_key', r.idempotency_key, 'reason', r.reason,
                'tasks_total', r.tasks_total, 'tasks_remaining', r.tasks_remaining, 'tasks_failed', r.tasks_failed,
                'created_at', r.created_at, 'started_at', r.started_at, 'finished_at', r.finished_at,
@@ -112,9 +134,9 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.get_run(uuid) IS
   'get_run(run_id uuid) -> jsonb: the run (state, input, counters, times) and every task run (key, queue, state, '
-  'attempt, fencing_token, lease, ready_at, remaining_deps, error, output, depends_on, times). Viewer rights. '
+  'attempt, fencing_token, lease, ready_at, remaining_deps, error, output, depends_on, times). Viewer rights in the caller''s organization; the operator and flowforge_readonly read any organization''s run. '
   'Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
-SELECT flowforge._rights('flowforge.get_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+SELECT flowforge._rights('flowforge.get_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway,flowforge_readonly}');
 
 CREATE OR REPLACE FUNCTION flowforge.resolve_run_id(id_prefix text) RETURNS uuid
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -122,17 +144,16 @@ SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
 AS $$
 DECLARE
-    v_org constant uuid := flowforge._authorize('viewer');
     v_ids uuid[];
 BEGIN
-    IF resolve_run_id.id_prefix IS NULL OR lower(resolve_run_id.id_prefix) !~ '^[0-9a-f-]{4,36}$' THEN
+    IF resolve_run_id.id_prefix IS NULL OR lower(resolve_run_id.id_prefix) !~ '^[0-9a-f-]{4,36}$'
+       OR length(replace(resolve_run_id.id_prefix, '-', '')) > 32 THEN
         RAISE EXCEPTION 'a run id or its first 4+ hex digits, got %', coalesce(quote_literal(resolve_run_id.id_prefix), 'NULL')
             USING ERRCODE = 'FF003', HINT = 'flowforge.list_runs() shows run ids.';
     END IF;
-    SELECT array_agg(r.id) INTO v_ids FROM (
-        SELECT r.id FROM flowforge.workflow_run r
-        WHERE r.organization_id = v_org AND r.id::text LIKE lower(resolve_run_id.id_prefix) || '%'
-        LIMIT 2) r;
+    v_ids := flowforge._runs_by_prefix(resolve_run_id.id_prefix,
+                                       CASE WHEN flowforge._is_read_operator() THEN NULL
+                                            ELSE flowforge._authorize('viewer') END);
     IF v_ids IS NULL THEN
         PERFORM flowforge._run_not_found(resolve_run_id.id_prefix::text);
     END IF;
@@ -145,5 +166,6 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.resolve_run_id(text) IS
   'resolve_run_id(id_prefix text) -> uuid: the caller''s run whose id starts with the prefix (4+ hex digits, or the '
-  'whole id). Viewer rights. Errors: FF001 none; FF003 ambiguous or not an id prefix; FF007/FF008 as for every API call.';
-SELECT flowforge._rights('flowforge.resolve_run_id(text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+  'whole id), found by a primary-key range. Viewer rights; the operator and flowforge_readonly resolve across '
+  'organizations. Errors: FF001 none; FF003 ambiguous or not an id prefix; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.resolve_run_id(text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway,flowforge_readonly}');

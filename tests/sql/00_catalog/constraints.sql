@@ -8,7 +8,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(166);
+SELECT plan(179);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -488,19 +488,52 @@ SELECT is(pg_temp.accepted('queue_dispatch_lease_sane', $$UPDATE flowforge.queue
           'accepted', 'queue_dispatch_lease_sane: one day is accepted');
 
 -- ===========================================================================
--- gateway_session and setting (0006)
+-- api_key_usage and server_secret (0012), bounds (0010, 0013)
 -- ===========================================================================
-INSERT INTO flowforge.gateway_session (backend_pid, xact_id, organization_id, role, api_key_id)
-SELECT pid, pg_current_xact_id(), flowforge.current_organization(), 'member', (SELECT id FROM flowforge.api_key WHERE prefix = 'ffk_a')
-FROM (VALUES (-1), (-2)) AS v(pid);
-SELECT is(pg_temp.refused($$UPDATE flowforge.gateway_session SET role = 'root' WHERE backend_pid = -1$$),
-          '23514 gateway_session_role_valid', 'gateway_session_role_valid: an unknown role is refused');
-SELECT is(pg_temp.accepted('gateway_session_role_valid', $$UPDATE flowforge.gateway_session SET role = 'viewer' WHERE backend_pid = -1$$),
-          'accepted', 'gateway_session_role_valid: viewer is accepted');
-SELECT is(pg_temp.refused($$UPDATE flowforge.gateway_session SET backend_pid = -1 WHERE backend_pid = -2$$),
-          '23505 gateway_session_pkey', 'gateway_session_pkey: one authenticated identity per backend');
-SELECT is(pg_temp.accepted('gateway_session_pkey', $$UPDATE flowforge.gateway_session SET backend_pid = -3 WHERE backend_pid = -2$$),
-          'accepted', 'gateway_session_pkey: another backend is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.api_key_usage (api_key_id, organization_id)
+                            SELECT id, organization_id FROM flowforge.api_key, generate_series(1, 2) WHERE prefix = 'ffk_a'$$),
+          '23505 api_key_usage_pkey', 'api_key_usage_pkey: one usage row per key');
+SELECT is(pg_temp.accepted('api_key_usage_pkey', $$INSERT INTO flowforge.api_key_usage (api_key_id, organization_id)
+                            SELECT id, organization_id FROM flowforge.api_key WHERE prefix = 'ffk_a'
+                            ON CONFLICT (api_key_id) DO UPDATE SET last_used_at = now()$$),
+          'accepted', 'api_key_usage_pkey: updating a key''s one row is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.server_secret SET singleton = false$$),
+          '23514 server_secret_singleton', 'server_secret_singleton: the key can only be true');
+SELECT is(pg_temp.accepted('server_secret_singleton', $$UPDATE flowforge.server_secret SET singleton = true$$),
+          'accepted', 'server_secret_singleton: true is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.server_secret (gateway_key) VALUES (sha256('x'::bytea))$$),
+          '23505 server_secret_pkey', 'server_secret_pkey: a second secret is refused');
+SELECT is(pg_temp.accepted('server_secret_pkey', $$UPDATE flowforge.server_secret SET created_at = now()$$),
+          'accepted', 'server_secret_pkey: changing the one row is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.server_secret SET gateway_key = '\x0102'$$),
+          '23514 server_secret_key_is_256_bits', 'server_secret_key_is_256_bits: a short key is refused');
+SELECT is(pg_temp.accepted('server_secret_key_is_256_bits', $$UPDATE flowforge.server_secret SET gateway_key = sha256('y'::bytea)$$),
+          'accepted', 'server_secret_key_is_256_bits: 32 bytes are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.outbox_message SET next_attempt_at = NULL
+                            WHERE task_run_id = pg_temp.tr('R', 'a') AND published_at IS NULL$$),
+          '23514 outbox_unpublished_has_next_attempt', 'outbox_unpublished_has_next_attempt: an unpublished row without a time is refused');
+SELECT is(pg_temp.accepted('outbox_unpublished_has_next_attempt', $$UPDATE flowforge.outbox_message SET published_at = now(), next_attempt_at = NULL
+                            WHERE task_run_id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'outbox_unpublished_has_next_attempt: a published row needs none');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET backoff = '1 day 1 second', max_backoff = '2 days' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_durations_bounded', 'task_durations_bounded: a backoff over a day is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET timeout = '1000000 years' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_durations_bounded', 'task_durations_bounded: a timeout over 30 days is refused');
+SELECT is(pg_temp.accepted('task_durations_bounded', $$UPDATE flowforge.task SET backoff = '1 day', max_backoff = '7 days', timeout = '30 days'
+                            WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_durations_bounded: the bounds themselves are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET timeout = '31 days' WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_timeout_bounded', 'taskrun_timeout_bounded: a run timeout over 30 days is refused');
+SELECT is(pg_temp.accepted('taskrun_timeout_bounded', $$UPDATE flowforge.task_run SET timeout = '30 days' WHERE id = pg_temp.tr('R', 'b')$$),
+          'accepted', 'taskrun_timeout_bounded: 30 days is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET max_json_depth = 7$$),
+          '23514 setting_max_json_depth_sane', 'setting_max_json_depth_sane: under 8 levels is refused');
+SELECT is(pg_temp.accepted('setting_max_json_depth_sane', $$UPDATE flowforge.setting SET max_json_depth = 1000$$),
+          'accepted', 'setting_max_json_depth_sane: 1000 levels is accepted');
+
+-- ===========================================================================
+-- setting (0006)
+-- ===========================================================================
 SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET singleton = false$$),
           '23514 setting_singleton', 'setting_singleton: the key can only be true');
 SELECT is(pg_temp.accepted('setting_singleton', $$UPDATE flowforge.setting SET singleton = true$$),
@@ -525,15 +558,15 @@ SELECT is(pg_temp.accepted('setting_max_payload_sane', $$UPDATE flowforge.settin
 -- ===========================================================================
 SELECT set_eq(
     $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
-      UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('gateway_session_pkey'),
-                   ('setting_pkey')$$,
+      UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),
+                   ('server_secret_pkey'), ('setting_pkey')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'refused'$$,
     'every CHECK and UNIQUE constraint was seen to refuse a plain write'
 );
 SELECT set_eq(
     $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
-      UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('gateway_session_pkey'),
-                   ('setting_pkey')$$,
+      UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),
+                   ('server_secret_pkey'), ('setting_pkey')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'accepted'$$,
     'every CHECK and UNIQUE constraint was seen to accept a valid write'
 );

@@ -68,7 +68,7 @@ SELECT is_empty(
 SELECT set_eq(
     $$SELECT f.signature FROM fn f WHERE f.prosrc ~* 'INSERT\s+INTO\s+flowforge\.task_run_event'$$,
     ARRAY['flowforge._append_events(uuid,uuid,text,uuid[],text[],text[],bigint[],integer[],jsonb[],timestamp with time zone)',
-          'flowforge.claim(text[],text,interval,integer)',
+          'flowforge.claim(text[],text,interval,integer,text[])',
           'flowforge.complete(uuid,bigint,jsonb)',
           'flowforge.complete_many(uuid[],bigint[],jsonb[])',
           'flowforge._dispatch_rows(uuid[],timestamp with time zone)'],

@@ -4,7 +4,7 @@
 -- nobody can name a query for should not exist (docs/data-model.md).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(53);
+SELECT plan(60);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -33,8 +33,8 @@ SELECT is(pg_temp.indexdef('idx_taskrun_lease_expiry'),
     'CREATE INDEX idx_taskrun_lease_expiry ON flowforge.task_run USING btree (lease_expires_at) WHERE ((state)::text = ''running''::text)',
     'idx_taskrun_lease_expiry: (lease_expires_at) partial on running — the reaper');
 SELECT is(pg_temp.indexdef('idx_outbox_pending'),
-    'CREATE INDEX idx_outbox_pending ON flowforge.outbox_message USING btree (created_at) WHERE (published_at IS NULL)',
-    'idx_outbox_pending: (created_at) partial on unpublished — the outbox drain');
+    'CREATE INDEX idx_outbox_pending ON flowforge.outbox_message USING btree (next_attempt_at) WHERE (published_at IS NULL)',
+    'idx_outbox_pending: reshaped for the drain — (next_attempt_at) partial on unpublished (available first)');
 SELECT is(pg_temp.indexdef('idx_event_taskrun_created'),
     'CREATE INDEX idx_event_taskrun_created ON flowforge.task_run_event USING btree (task_run_id, created_at)',
     'idx_event_taskrun_created: (task_run_id, created_at) — a task run''s event log');
@@ -105,6 +105,15 @@ SELECT is(pg_temp.indexdef('idx_event_run_level'),
     'CREATE INDEX idx_event_run_level ON flowforge.task_run_event USING btree (workflow_run_id, created_at) WHERE (task_run_id IS NULL)',
     'idx_event_run_level: (workflow_run_id, created_at) partial on run-level events');
 
+SELECT is(pg_temp.indexdef('idx_taskrun_ready_by_name'),
+    'CREATE INDEX idx_taskrun_ready_by_name ON flowforge.task_run USING btree (organization_id, queue, task_key, priority DESC, ready_at) WHERE ((state)::text = ''ready''::text)',
+    'idx_taskrun_ready_by_name: (organization_id, queue, task_key, priority DESC, ready_at) partial on ready — claims of given task names');
+SELECT is(pg_temp.indexdef('idx_audit_org_entity'),
+    'CREATE INDEX idx_audit_org_entity ON flowforge.audit_log USING btree (organization_id, entity, entity_id, created_at DESC)',
+    'idx_audit_org_entity: who did what to one entity, newest first');
+SELECT is(pg_temp.indexdef('api_key_usage_pkey'),
+    'CREATE UNIQUE INDEX api_key_usage_pkey ON flowforge.api_key_usage USING btree (api_key_id)',
+    'api_key_usage_pkey: a key''s usage row');
 SELECT is(pg_temp.indexdef('idx_queue_push'),
     'CREATE INDEX idx_queue_push ON flowforge.queue USING btree (organization_id, name) WHERE (exchange IS NOT NULL)',
     'idx_queue_push: (organization_id, name) partial on push queues');
@@ -115,7 +124,7 @@ SELECT is(pg_temp.indexdef('idx_queue_push'),
 SELECT indexes_are('flowforge', 'organization', ARRAY['organization_pkey', 'uniq_organization_slug']);
 SELECT indexes_are('flowforge', 'membership', ARRAY['membership_pkey', 'uniq_membership_org_member', 'idx_membership_member']);
 SELECT indexes_are('flowforge', 'api_key', ARRAY['api_key_pkey', 'uniq_api_key_prefix']);
-SELECT indexes_are('flowforge', 'audit_log', ARRAY['audit_log_pkey', 'idx_audit_org_created']);
+SELECT indexes_are('flowforge', 'audit_log', ARRAY['audit_log_pkey', 'idx_audit_org_created', 'idx_audit_org_entity']);
 SELECT indexes_are('flowforge', 'workflow', ARRAY['workflow_pkey', 'uniq_workflow_name_version']);
 SELECT indexes_are('flowforge', 'task', ARRAY['task_pkey', 'uniq_task_workflow_key']);
 SELECT indexes_are('flowforge', 'task_dependency', ARRAY['task_dependency_pkey', 'idx_taskdep_depends_on', 'idx_taskdep_workflow']);
@@ -124,14 +133,15 @@ SELECT indexes_are('flowforge', 'workflow_run', ARRAY[
     'workflow_run_pkey', 'idx_wfrun_wf_recent', 'idx_wfrun_state_age', 'idx_wfrun_org_recent']);
 SELECT indexes_are('flowforge', 'task_run', ARRAY[
     'task_run_pkey', 'uniq_taskrun_per_run_task', 'idx_taskrun_state_age', 'idx_taskrun_run_state',
-    'idx_taskrun_lease_expiry', 'idx_taskrun_task']);
+    'idx_taskrun_lease_expiry', 'idx_taskrun_task', 'idx_taskrun_ready_by_name']);
 SELECT indexes_are('flowforge', 'idempotency_key', ARRAY['idempotency_key_pkey', 'idx_idempotency_run']);
 SELECT indexes_are('flowforge', 'outbox_message', ARRAY[
     'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending', 'idx_outbox_run']);
 SELECT indexes_are('flowforge', 'task_run_event', ARRAY[
     'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level']);
 SELECT indexes_are('flowforge', 'queue', ARRAY['queue_pkey', 'idx_queue_push']);
-SELECT indexes_are('flowforge', 'gateway_session', ARRAY['gateway_session_pkey']);
+SELECT indexes_are('flowforge', 'api_key_usage', ARRAY['api_key_usage_pkey']);
+SELECT indexes_are('flowforge', 'server_secret', ARRAY['server_secret_pkey']);
 SELECT indexes_are('flowforge', 'setting', ARRAY['setting_pkey']);
 
 -- ---------------------------------------------------------------------------
@@ -174,9 +184,24 @@ SELECT matches(pg_temp.plan_of($$
     ORDER BY lease_expires_at LIMIT 1000$$),
     '^(?!.*Sort).*Index Scan using idx_taskrun_lease_expiry', 'the reaper query is an ordered scan of idx_taskrun_lease_expiry');
 SELECT matches(pg_temp.plan_of($$
-    SELECT id FROM flowforge.outbox_message WHERE published_at IS NULL ORDER BY created_at LIMIT 100
-    FOR UPDATE SKIP LOCKED$$),
-    '^(?!.*Sort).*Index Scan using idx_outbox_pending', 'the outbox drain is an ordered scan of idx_outbox_pending');
+    SELECT id FROM flowforge.outbox_message WHERE published_at IS NULL AND next_attempt_at <= now()
+    ORDER BY next_attempt_at LIMIT 100 FOR UPDATE SKIP LOCKED$$),
+    '^(?!.*Sort).*Index Scan using idx_outbox_pending', 'the outbox drain is an ordered range scan of idx_outbox_pending');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.task_run
+    WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND state = 'ready' AND queue = 'default'
+      AND task_key = 'a' AND ready_at <= now()
+    ORDER BY priority DESC, ready_at LIMIT 10 FOR UPDATE SKIP LOCKED$$),
+    '^(?!.*Sort).*Index Scan using idx_taskrun_ready_by_name', 'a claim of one task name is an ordered scan of idx_taskrun_ready_by_name');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.audit_log
+    WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND entity = 'workflow_run' AND entity_id = 'x'
+    ORDER BY created_at DESC LIMIT 50$$),
+    '^(?!.*Sort).*Index Scan using idx_audit_org_entity', 'who did what to an entity reads idx_audit_org_entity, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.workflow_run
+    WHERE id BETWEEN '1a2b0000-0000-0000-0000-000000000000' AND '1a2bffff-ffff-ffff-ffff-ffffffffffff'$$),
+    'Index (Only )?Scan using workflow_run_pkey', 'a run id prefix is a range of workflow_run_pkey (resolve_run_id)');
 SELECT matches(pg_temp.plan_of($$
     SELECT id FROM flowforge.workflow_run WHERE workflow_id = '00000000-0000-0000-0000-000000000000'
     ORDER BY created_at DESC LIMIT 50$$),

@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(146);
+SELECT plan(153);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the seven group roles exist, cannot log in and carry no attribute
@@ -64,7 +64,6 @@ SELECT is_empty(
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')
         AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'organization_id'
                                                    AND NOT a.attisdropped)
-        AND c.relname NOT IN ('gateway_session')
         AND NOT EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = 'flowforge' AND p.tablename = c.relname
                                                       AND p.policyname = 'tenant_isolation')$$,
     'every table with organization_id has a tenant_isolation policy');
@@ -74,36 +73,43 @@ SELECT set_eq(
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')$$,
     ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
           'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-          'organization', 'gateway_session', 'setting'],
+          'api_key_usage', 'organization', 'server_secret', 'setting'],
     'the tables covered below are all the flowforge tables (a new table needs its policies tested here)');
 
--- 13 tenant tables x 7 tests.
+-- 14 tenant tables x 7 tests.
 SELECT policies_are('flowforge', t, ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
                     format('flowforge.%s has exactly the policies readonly_select, system_all, tenant_isolation', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
-                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+                  'api_key_usage']) AS t;
 SELECT policy_roles_are('flowforge', t, 'tenant_isolation', ARRAY['flowforge_owner'],
                         format('flowforge.%s tenant_isolation applies to flowforge_owner only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
-                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+                  'api_key_usage']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'tenant_isolation', 'ALL',
                      format('flowforge.%s tenant_isolation is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
-                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+                  'api_key_usage']) AS t;
 SELECT policy_roles_are('flowforge', t, 'system_all', ARRAY['flowforge_system'],
                         format('flowforge.%s system_all applies to flowforge_system only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
-                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+                  'api_key_usage']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'system_all', 'ALL', format('flowforge.%s system_all is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
-                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+                  'api_key_usage']) AS t;
 SELECT policy_roles_are('flowforge', t, 'readonly_select', ARRAY['flowforge_readonly'],
                         format('flowforge.%s readonly_select applies to flowforge_readonly only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
-                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+                  'api_key_usage']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'readonly_select', 'SELECT', format('flowforge.%s readonly_select is FOR SELECT', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
-                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;
+                  'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
+                  'api_key_usage']) AS t;
 
 -- organization: the tenant API may only read its own organization row.
 SELECT policies_are('flowforge', 'organization', ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
@@ -120,13 +126,13 @@ SELECT policy_roles_are('flowforge', 'organization', 'readonly_select', ARRAY['f
 SELECT policy_cmd_is('flowforge', 'organization', 'readonly_select', 'SELECT',
                      'flowforge.organization readonly_select is FOR SELECT');
 
--- gateway_session: only the identity functions (flowforge_system) see it.
-SELECT policies_are('flowforge', 'gateway_session', ARRAY['system_all'],
-                    'flowforge.gateway_session has exactly one policy, system_all');
-SELECT policy_roles_are('flowforge', 'gateway_session', 'system_all', ARRAY['flowforge_system'],
-                        'flowforge.gateway_session system_all applies to flowforge_system only');
-SELECT policy_cmd_is('flowforge', 'gateway_session', 'system_all', 'ALL', 'flowforge.gateway_session system_all is FOR ALL');
-
+-- server_secret: only the identity functions (flowforge_system) see it — not even the DBA read role,
+-- which could otherwise mint gateway tokens.
+SELECT policies_are('flowforge', 'server_secret', ARRAY['system_all'],
+                    'flowforge.server_secret has exactly one policy, system_all');
+SELECT policy_roles_are('flowforge', 'server_secret', 'system_all', ARRAY['flowforge_system'],
+                        'flowforge.server_secret system_all applies to flowforge_system only');
+SELECT policy_cmd_is('flowforge', 'server_secret', 'system_all', 'ALL', 'flowforge.server_secret system_all is FOR ALL');
 -- setting: readable by the tenant API (limits), written by nobody but flowforge_system / the schema owner's migrations.
 SELECT policies_are('flowforge', 'setting', ARRAY['readonly_select', 'setting_read', 'system_all'],
                     'flowforge.setting has exactly the policies readonly_select, setting_read, system_all');
@@ -250,8 +256,10 @@ SELECT set_eq(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_readonly', p.oid, 'EXECUTE')$$,
     ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()', 'flowforge._caller()',
-          'flowforge._caller_organization()'],
-    'flowforge_readonly executes only now, current_organization (and its two helpers), schema_version');
+          'flowforge._caller_organization()', 'flowforge.get_run(uuid)', 'flowforge.run_events(uuid)',
+          'flowforge.resolve_run_id(text)'],
+    'flowforge_readonly executes only now, current_organization (and its two helpers), schema_version, and the '
+    'operator read path (get_run, run_events, resolve_run_id)');
 
 -- Inside an API call the organization is cached in the setting
 -- flowforge.caller_org, which the tenant policies trust. That is sound only
@@ -337,12 +345,12 @@ SELECT is_empty(
 SELECT is(pg_get_userbyid((SELECT nspowner FROM pg_namespace WHERE nspname = 'flowforge'))::text, 'flowforge_owner',
           'schema flowforge is owned by flowforge_owner');
 
--- readonly reads every table but gateway_session (who is authenticated right now).
+-- readonly reads every table but server_secret (the key gateway tokens are signed with).
 SELECT is_empty(
     $$SELECT c.relname::text FROM pg_class c
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')
-        AND has_table_privilege('flowforge_readonly', c.oid, 'SELECT') = (c.relname = 'gateway_session')$$,
-    'flowforge_readonly can SELECT every flowforge table except gateway_session');
+        AND has_table_privilege('flowforge_readonly', c.oid, 'SELECT') = (c.relname = 'server_secret')$$,
+    'flowforge_readonly can SELECT every flowforge table except server_secret');
 
 -- Limits live in a table only the owners write, not in a GUC anyone can SET.
 SELECT is((SELECT count(*)::integer FROM flowforge.setting), 1, 'flowforge.setting holds exactly one row');

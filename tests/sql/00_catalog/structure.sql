@@ -3,7 +3,7 @@
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(195);
+SELECT plan(204);
 
 SELECT has_schema('flowforge');
 
@@ -11,8 +11,8 @@ SELECT tables_are('flowforge', ARRAY[
     'organization', 'membership', 'api_key', 'audit_log',
     'workflow', 'task', 'task_dependency', 'scheduled_trigger',
     'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event',
-    'queue', 'gateway_session', 'setting'
-], 'flowforge has exactly the sixteen tables of migrations 0001-0006');
+    'queue', 'setting', 'api_key_usage', 'server_secret'
+], 'flowforge has exactly the seventeen tables of the migrations');
 
 -- ---------------------------------------------------------------------------
 -- Exact column lists (a column added or dropped without this test changing fails)
@@ -20,7 +20,7 @@ SELECT tables_are('flowforge', ARRAY[
 SELECT columns_are('flowforge', 'organization', ARRAY['id', 'slug', 'name', 'created_at']);
 SELECT columns_are('flowforge', 'membership', ARRAY['id', 'organization_id', 'member', 'role', 'created_at']);
 SELECT columns_are('flowforge', 'api_key', ARRAY[
-    'id', 'organization_id', 'name', 'prefix', 'hashed_key', 'role', 'created_at', 'last_used_at', 'revoked_at']);
+    'id', 'organization_id', 'name', 'prefix', 'hashed_key', 'role', 'created_at', 'revoked_at']);
 SELECT columns_are('flowforge', 'audit_log', ARRAY[
     'id', 'organization_id', 'actor', 'action', 'entity', 'entity_id', 'fields', 'created_at']);
 SELECT columns_are('flowforge', 'workflow', ARRAY[
@@ -51,9 +51,9 @@ SELECT columns_are('flowforge', 'task_run_event', ARRAY[
     'fencing_token', 'attempt', 'detail', 'created_at']);
 SELECT columns_are('flowforge', 'queue', ARRAY[
     'organization_id', 'name', 'exchange', 'routing_key', 'dispatch_lease', 'created_at', 'updated_at']);
-SELECT columns_are('flowforge', 'gateway_session', ARRAY[
-    'backend_pid', 'xact_id', 'organization_id', 'role', 'api_key_id', 'created_at']);
-SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes']);
+SELECT columns_are('flowforge', 'api_key_usage', ARRAY['api_key_id', 'organization_id', 'last_used_at']);
+SELECT columns_are('flowforge', 'server_secret', ARRAY['singleton', 'gateway_key', 'created_at']);
+SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes', 'max_json_depth']);
 
 -- ---------------------------------------------------------------------------
 -- Key column types
@@ -100,8 +100,9 @@ SELECT col_type_is('flowforge', 'task_run_event', 'task_run_id', 'uuid', 'task_r
 SELECT col_type_is('flowforge', 'task_run_event', 'kind', 'character varying(30)', 'task_run_event.kind is character varying(30)');
 SELECT col_type_is('flowforge', 'queue', 'name', 'character varying(63)', 'queue.name is character varying(63), like task.queue');
 SELECT col_type_is('flowforge', 'queue', 'dispatch_lease', 'interval', 'queue.dispatch_lease is interval');
-SELECT col_type_is('flowforge', 'gateway_session', 'xact_id', 'xid8', 'gateway_session.xact_id is xid8 (wraparound-proof)');
-SELECT col_type_is('flowforge', 'gateway_session', 'organization_id', 'uuid', 'gateway_session.organization_id is uuid');
+SELECT col_type_is('flowforge', 'api_key_usage', 'api_key_id', 'uuid', 'api_key_usage.api_key_id is uuid');
+SELECT col_type_is('flowforge', 'api_key_usage', 'organization_id', 'uuid', 'api_key_usage.organization_id is uuid');
+SELECT col_type_is('flowforge', 'server_secret', 'gateway_key', 'bytea', 'server_secret.gateway_key is bytea');
 SELECT col_type_is('flowforge', 'setting', 'singleton', 'boolean', 'setting.singleton is boolean');
 
 -- ---------------------------------------------------------------------------
@@ -110,7 +111,7 @@ SELECT col_type_is('flowforge', 'setting', 'singleton', 'boolean', 'setting.sing
 SELECT col_not_null('flowforge', t, 'organization_id', format('%s.organization_id is NOT NULL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'gateway_session']) AS t;
+                  'api_key_usage']) AS t;
 -- Columns whose NULL would break an invariant the functions rely on.
 SELECT col_not_null('flowforge', 'task_run', 'fencing_token', 'task_run.fencing_token is NOT NULL');
 SELECT col_not_null('flowforge', 'task_run', 'state', 'task_run.state is NOT NULL');
@@ -125,14 +126,15 @@ SELECT col_is_null('flowforge', 'task_run_event', 'task_run_id', 'task_run_event
 SELECT has_pk('flowforge', t, format('%s has a primary key', t))
 FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency',
                   'scheduled_trigger', 'workflow_run', 'task_run', 'idempotency_key', 'outbox_message',
-                  'task_run_event', 'queue', 'gateway_session', 'setting']) AS t;
+                  'task_run_event', 'queue', 'setting', 'api_key_usage', 'server_secret']) AS t;
 SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id']::name[],
                  'task_dependency is keyed by the edge (task_id, depends_on_task_id)');
 SELECT col_is_pk('flowforge', 'idempotency_key', ARRAY['organization_id', 'key']::name[],
                  'idempotency_key is keyed by (organization_id, key)');
 SELECT col_is_pk('flowforge', 'task_run', 'id', 'task_run is keyed by id');
 SELECT col_is_pk('flowforge', 'queue', ARRAY['organization_id', 'name']::name[], 'queue is keyed by (organization_id, name)');
-SELECT col_is_pk('flowforge', 'gateway_session', 'backend_pid', 'gateway_session is keyed by backend_pid');
+SELECT col_is_pk('flowforge', 'api_key_usage', 'api_key_id', 'api_key_usage is keyed by its key');
+SELECT col_is_pk('flowforge', 'server_secret', 'singleton', 'server_secret is keyed by its singleton flag');
 SELECT col_is_pk('flowforge', 'setting', 'singleton', 'setting is keyed by its singleton flag');
 
 -- ---------------------------------------------------------------------------
@@ -160,6 +162,8 @@ SELECT fk_ok('flowforge', 'outbox_message', 'task_run_id', 'flowforge', 'task_ru
 SELECT fk_ok('flowforge', 'outbox_message', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
 SELECT hasnt_fk('flowforge', 'task_run_event', 'task_run_event has no foreign key (history outlives runs; no key-share lock per transition)');
 SELECT fk_ok('flowforge', 'queue', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'api_key_usage', 'api_key_id', 'flowforge', 'api_key', 'id');
+SELECT fk_ok('flowforge', 'api_key_usage', 'organization_id', 'flowforge', 'organization', 'id');
 
 -- The exact set of foreign keys, with ON DELETE rule (c = CASCADE, r = RESTRICT)
 -- and deferrability. task_run_event deliberately has no FK to task_run or
@@ -170,6 +174,8 @@ SELECT results_eq(
       WHERE connamespace = 'flowforge'::regnamespace AND contype = 'f'
       ORDER BY 1, 2$$,
     $$VALUES ('flowforge.api_key',           'api_key_organization_fkey',           'c', false, false),
+             ('flowforge.api_key_usage',     'api_key_usage_key_fkey',              'c', false, false),
+             ('flowforge.api_key_usage',     'api_key_usage_organization_fkey',     'c', false, false),
              ('flowforge.audit_log',         'audit_log_organization_fkey',         'r', false, false),
              ('flowforge.idempotency_key',   'idempotency_key_organization_fkey',   'c', false, false),
              ('flowforge.idempotency_key',   'idempotency_key_run_fkey',            'c', true,  true),
@@ -223,6 +229,9 @@ SELECT col_default_is('flowforge', 'scheduled_trigger', 'enabled', true, 'schedu
 SELECT col_default_is('flowforge', 'queue', 'dispatch_lease', '5 minutes'::interval, 'queue.dispatch_lease defaults to 5 minutes');
 SELECT col_hasnt_default('flowforge', 'queue', 'exchange', 'queue.exchange has no default: a queue is pull until given an exchange');
 SELECT col_default_is('flowforge', 'setting', 'max_payload_bytes', 1048576, 'setting.max_payload_bytes defaults to 1 MiB');
+SELECT col_default_is('flowforge', 'setting', 'max_json_depth', 64, 'setting.max_json_depth defaults to 64 levels');
+SELECT col_default_is('flowforge', 'outbox_message', 'next_attempt_at', 'now()',
+                      'outbox_message.next_attempt_at defaults to now(): a new message is available at once');
 SELECT is(
     (SELECT attidentity::text FROM pg_attribute
      WHERE attrelid = 'flowforge.task_run_event'::regclass AND attname = 'seq'),
@@ -247,8 +256,11 @@ SELECT is(flowforge.current_organization(), '00000000-0000-0000-0000-00000000000
           'current_organization() names the built-in organization (for a superuser)');
 SELECT results_eq($$SELECT singleton, max_payload_bytes FROM flowforge.setting$$, $$VALUES (true, 1048576)$$,
                   'the installation settings row exists, once');
-SELECT is((SELECT relpersistence::text FROM pg_class WHERE oid = 'flowforge.gateway_session'::regclass), 'u',
-          'gateway_session is UNLOGGED (per-transaction state, never worth WAL or a replica)');
+SELECT is((SELECT count(*)::int FROM flowforge.server_secret WHERE octet_length(gateway_key) = 32), 1,
+          'the server secret exists, once, 256 bits');
+SELECT is((SELECT count(*)::int FROM flowforge.api_key k
+           WHERE NOT EXISTS (SELECT 1 FROM flowforge.api_key_usage u WHERE u.api_key_id = k.id)), 0,
+          'every API key has its usage row');
 SELECT is(
     (SELECT array_agg(c.relname::text ORDER BY c.relname) FROM pg_class c
      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind = 'r'

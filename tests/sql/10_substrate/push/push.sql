@@ -4,7 +4,7 @@
 -- exists right after start_run returns" is "the row is written in the same
 -- transaction as the task became eligible".
 BEGIN;
-SELECT plan(88);
+SELECT plan(93);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 -- ------------------------------------------------------- configure_queue: validation
@@ -55,23 +55,25 @@ SELECT results_eq(
 SELECT results_eq(
     format($$SELECT exchange::text, routing_key::text, fencing_token_snapshot, attempt_snapshot, published_at, created_at
              FROM flowforge.outbox_message WHERE task_run_id = %L$$, :'a1'),
-    $$VALUES ('ex.push', 'pq', 1::bigint, 1, NULL::timestamptz, '2030-01-01 00:00:00+00'::timestamptz)$$,
-    'exactly one outbox row for that generation, already there when start_run returns (routing key = queue name)');
+    format($$VALUES ('ex.push', %L, 1::bigint, 1, NULL::timestamptz, '2030-01-01 00:00:00+00'::timestamptz)$$,
+           current_database() || '.default.pq'),
+    'exactly one outbox row for that generation, already there when start_run returns (routing key = <database>.<organization>.<queue>)');
 SELECT is(
     (SELECT array_agg(k ORDER BY k) FROM flowforge.outbox_message m, jsonb_object_keys(m.payload) k
      WHERE m.task_run_id = :'a1'),
-    ARRAY['attempt', 'fencing_token', 'input', 'organization_id', 'task_key', 'task_run_id', 'workflow_run_id'],
+    ARRAY['attempt', 'database', 'fencing_token', 'input', 'organization_id', 'task_key', 'task_run_id', 'workflow_run_id'],
     'the payload has exactly the documented keys');
 SELECT is(
     (SELECT payload FROM flowforge.outbox_message WHERE task_run_id = :'a1'),
     jsonb_build_object('task_run_id', :'a1'::uuid, 'fencing_token', 1, 'attempt', 1, 'workflow_run_id', :'r1'::uuid,
                        'task_key', 'a', 'organization_id', '00000000-0000-0000-0000-000000000001'::uuid,
-                       'input', '{"run": {"n": 1}, "deps": {}}'::jsonb),
-    'the payload values: ids, token, attempt, key, organization, the task''s input');
+                       'database', current_database(), 'input', '{"run": {"n": 1}, "deps": {}}'::jsonb),
+    'the payload values: ids, token, attempt, key, organization, database, the task''s input');
 SELECT results_eq(
     format($$SELECT kind::text, from_state::text, to_state::text, fencing_token, detail
              FROM flowforge.task_run_event WHERE task_run_id = %L ORDER BY seq DESC LIMIT 1$$, :'a1'),
-    $$VALUES ('dispatched', 'ready', 'running', 1::bigint, '{"exchange": "ex.push", "routing_key": "pq"}'::jsonb)$$,
+    format($$VALUES ('dispatched', 'ready', 'running', 1::bigint, jsonb_build_object('exchange', 'ex.push', 'routing_key', %L))$$,
+           current_database() || '.default.pq'),
     'event dispatched ready->running under the new token');
 SELECT is((SELECT count(*)::int FROM flowforge.outbox_message WHERE workflow_run_id = :'r1'), 1,
     'pending dependents have no outbox row');
@@ -180,8 +182,9 @@ SELECT is((SELECT count(*)::int FROM flowforge.outbox_message WHERE task_run_id 
 SELECT is(flowforge_test.task_state(:'r2', 'only'), 'ready', 'they stay ready for claim');
 -- A row already holding x's next generation: the dispatch insert must skip it, not fail.
 INSERT INTO flowforge.outbox_message (organization_id, task_run_id, workflow_run_id, exchange, routing_key, payload,
-                                      fencing_token_snapshot, attempt_snapshot, created_at)
-VALUES ('00000000-0000-0000-0000-000000000001', :'x', :'r2', 'ex.two', 'rk.two', '{"pre": true}', 1, 1, flowforge.now());
+                                      fencing_token_snapshot, attempt_snapshot, created_at, next_attempt_at)
+VALUES ('00000000-0000-0000-0000-000000000001', :'x', :'r2', 'ex.two', 'rk.two', '{"pre": true}', 1, 1, flowforge.now(),
+        flowforge.now());
 SELECT lives_ok($$SELECT flowforge.configure_queue('pq2', 'ex.two', 'rk.two')$$,
     'making the queue push dispatches its backlog; a conflicting generation row is skipped, not an error');
 SELECT results_eq(
@@ -213,20 +216,34 @@ SELECT is(
     0::bigint, 'every outbox row belongs to a "dispatched" event of the same generation');
 
 -- ------------------------------------------------------- take_outbox
+-- Each row is taken under a short committed lease (no lock held across broker
+-- I/O): taken rows are not offered again until the lease runs out — which is
+-- how a daemon that died after publishing gets its rows back, once more.
 SELECT throws_ok('SELECT * FROM flowforge.take_outbox(0)', 'FF003', NULL, 'take_outbox(0): FF003');
 SELECT throws_ok('SELECT * FROM flowforge.take_outbox(10001)', 'FF003', NULL, 'take_outbox(10001): FF003');
 SELECT throws_ok('SELECT * FROM flowforge.take_outbox(NULL)', 'FF003', NULL, 'take_outbox(NULL): FF003');
-SELECT lives_ok('SELECT * FROM flowforge.take_outbox(10000)', 'take_outbox(10000) is the largest batch');
+SELECT throws_ok($$SELECT * FROM flowforge.take_outbox(10, '0 seconds')$$, 'FF003', NULL, 'a lease under a second: FF003');
+SELECT throws_ok($$SELECT * FROM flowforge.take_outbox(10, '1 hour 1 second')$$, 'FF003', NULL, 'a lease over an hour: FF003');
 SELECT results_eq(
     $$SELECT id, exchange, routing_key, message_id, payload, created_at FROM flowforge.take_outbox(1)$$,
     format($$SELECT id, exchange::text, routing_key::text, %L || ':1', payload, created_at
              FROM flowforge.outbox_message WHERE task_run_id = %L$$, :'a1', :'a1'),
-    'take_outbox(1): the oldest unpublished row, message_id <task_run_id>:<fencing_token>');
-SELECT results_eq(
-    $$SELECT id FROM flowforge.take_outbox(100)$$,
-    $$SELECT id FROM flowforge.outbox_message WHERE published_at IS NULL ORDER BY created_at$$,
-    'take_outbox(100): every unpublished row, oldest first');
+    'take_outbox(1): the oldest available row, message_id <task_run_id>:<fencing_token>');
+SELECT is((SELECT next_attempt_at - flowforge.now() FROM flowforge.outbox_message WHERE task_run_id = :'a1'),
+    interval '30 seconds', 'the taken row is leased for 30 seconds');
 SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(3)), 3, 'at most batch rows');
+CREATE TEMP TABLE taken_rest AS SELECT id FROM flowforge.take_outbox(100);
+SELECT is((SELECT count(*)::int FROM taken_rest WHERE id IN (SELECT id FROM flowforge.outbox_message WHERE task_run_id = :'a1')), 0,
+    'a row under its lease is not offered again');
+SELECT is((SELECT count(*)::int FROM taken_rest) + 4,
+          (SELECT count(*)::int FROM flowforge.outbox_message WHERE published_at IS NULL),
+    'every other unpublished row is, once');
+SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(100)), 0, 'while every lease runs, nothing is offered');
+SELECT flowforge_test.advance_clock('30 seconds') \gset
+SELECT results_eq(
+    $$SELECT id FROM flowforge.take_outbox(100) ORDER BY id$$,
+    $$SELECT id FROM flowforge.outbox_message WHERE published_at IS NULL ORDER BY id$$,
+    'once the leases ran out (a daemon died after publishing), every unpublished row is offered again');
 
 -- ------------------------------------------------------- mark_published
 SELECT id AS m_a FROM flowforge.outbox_message WHERE task_run_id = :'a1' \gset
@@ -246,15 +263,17 @@ SELECT is(flowforge.mark_published(ARRAY[:'m_a', :'m_b', gen_random_uuid()]::uui
     'published, unpublished and unknown ids together: only the unpublished one counts');
 SELECT is(flowforge.mark_published(ARRAY[]::uuid[]), 0, 'an empty array: 0');
 SELECT is(flowforge.mark_published(NULL), 0, 'NULL: 0');
-SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(100) t WHERE t.id IN (:'m_a', :'m_b', :'m_y')), 0,
+CREATE TEMP TABLE taken_after AS SELECT id FROM flowforge.take_outbox(100);
+SELECT is((SELECT count(*)::int FROM taken_after WHERE id IN (:'m_a', :'m_b', :'m_y')), 0,
     'take_outbox no longer returns published rows');
-SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(100)),
+SELECT is((SELECT count(*)::int FROM taken_after),
           (SELECT count(*)::int FROM flowforge.outbox_message WHERE published_at IS NULL),
     'and still returns every other unpublished row');
 
 -- ------------------------------------------------------- defer_outbox
 -- A message the broker refused waits 2^attempts seconds (at most 5 minutes),
 -- so refused messages cannot keep newer ones from being taken.
+SELECT flowforge_test.advance_clock('30 seconds') \gset
 SELECT t.id AS m_refused FROM flowforge.take_outbox(1) t \gset
 SELECT is(flowforge.defer_outbox(ARRAY[:'m_refused']::uuid[], 'unroutable: NO_ROUTE'), 1, 'defer_outbox defers one row: 1');
 SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(100) t WHERE t.id = :'m_refused'), 0,
