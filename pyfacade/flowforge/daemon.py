@@ -43,7 +43,9 @@ from typing import Callable, Mapping, TextIO
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from . import db, errors, migrate, publisher as amqp, queries
+from . import db, errors, migrate, publisher as amqp
+from .catalog import Catalog
+from .client import Client
 
 # Environment variables (flags override them; FLOWFORGE_DSN and FLOWFORGE_AMQP_URL live in config).
 TICK_INTERVAL_ENV = "FLOWFORGE_TICK_INTERVAL"
@@ -170,9 +172,9 @@ class Backoff:
 def schema_problem(conn: psycopg.Connection) -> str | None:
     """Why this code must not run against the connected database, or None when the versions match."""
     known = migrate.known_schema_version()
-    if not conn.execute(queries.SCHEMA_VERSION_FUNCTION_EXISTS).fetchone()[0]:
+    if not Catalog(conn).has_schema_version():
         return f"database has no FlowForge schema (this daemon expects {known}); run `flowforge migrate` first"
-    applied = conn.execute(queries.SCHEMA_VERSION).fetchone()[0]
+    applied = Client(conn).schema_version()
     if applied == known:
         return None
     if applied is None:
@@ -191,6 +193,7 @@ class Daemon:
         self.publisher = amqp.Publisher(config.amqp_url)
         self._listen: psycopg.Connection | None = None
         self._work: psycopg.Connection | None = None
+        self._api: Client | None = None      # the SQL API on the work session
         self._listen_backoff = Backoff()
         self._work_backoff = Backoff()
         self._amqp_backoff = Backoff()
@@ -302,15 +305,13 @@ class Daemon:
         try:
             problem = schema_problem(conn)
             if problem is None:
-                conn.execute(queries.DAEMON_SESSION_SETTINGS, {
-                    "statement_timeout": STATEMENT_TIMEOUT,
-                    "lock_timeout": LOCK_TIMEOUT,
-                    "idle_in_transaction_timeout": IDLE_IN_TRANSACTION_TIMEOUT,
-                })
-            conn.commit()
-        except psycopg.Error as exc:
+                Client(conn).bound_session(statement_timeout=STATEMENT_TIMEOUT, lock_timeout=LOCK_TIMEOUT,
+                                           idle_in_transaction_timeout=IDLE_IN_TRANSACTION_TIMEOUT)
+            with db.mapped_errors():
+                conn.commit()
+        except errors.FlowForgeError as exc:
             conn.close()
-            self._pg_failed("work", self._work_backoff, db.map_error(exc))
+            self._pg_failed("work", self._work_backoff, exc)
             return None
         if problem is not None:
             conn.close()
@@ -320,6 +321,7 @@ class Daemon:
             self._stop_signal = "schema_mismatch"
             return EXIT_SCHEMA
         self._work = conn
+        self._api = Client(conn)
         self._need_drain = True
         retries = self._work_backoff.succeeded()
         if retries:
@@ -329,10 +331,8 @@ class Daemon:
     def _connect_listen(self) -> None:
         try:
             conn = db.connect(self._dsn("listen"), autocommit=True)
-            conn.execute(queries.LISTEN_OUTBOX)  # LISTEN first, then drain: nothing falls in between
-        except (errors.FlowForgeError, psycopg.Error) as exc:
-            if isinstance(exc, psycopg.Error):
-                exc = db.map_error(exc)
+            Client(conn).listen_outbox()  # LISTEN first, then drain: nothing falls in between
+        except errors.FlowForgeError as exc:
             self._pg_failed("listen", self._listen_backoff, exc)
             return
         self._listen = conn
@@ -379,18 +379,19 @@ class Daemon:
 
     # --- work -------------------------------------------------------------------
 
-    def _work_error(self, op: str, exc: psycopg.Error) -> None:
+    def _work_error(self, op: str, exc: errors.FlowForgeError) -> None:
         """A statement failed: a broken connection is reconnected, anything else is rolled back and logged."""
         conn = self._work
         if conn is None or conn.closed or conn.broken:
             self._pg_lost("work", exc)
             return
         try:
-            conn.rollback()
-        except psycopg.Error as exc2:
+            with db.mapped_errors():
+                conn.rollback()
+        except errors.FlowForgeError as exc2:
             self._pg_lost("work", exc2)
             return
-        self.log("pg_error", op=op, error=str(db.map_error(exc)))
+        self.log("pg_error", op=op, error=str(exc))
 
     def _drain(self) -> None:
         """Publish batches until the outbox is empty, a batch is short, or something failed.
@@ -411,8 +412,8 @@ class Daemon:
         batch = self.config.batch_size
         started = time.monotonic()
         try:
-            rows = conn.execute(queries.TAKE_OUTBOX, {"batch": batch}).fetchall()
-        except psycopg.Error as exc:
+            rows = self._api.take_outbox(batch)
+        except errors.FlowForgeError as exc:
             self._work_error("take_outbox", exc)
             return False
         if not rows:
@@ -423,15 +424,14 @@ class Daemon:
         refused: list = []
         failed: Counter = Counter()
         reasons: dict[str, str] = {}
-        for index, (row_id, exchange, routing_key, message_id, body) in enumerate(rows):
+        for index, message in enumerate(rows):
             if time.monotonic() - started > PUBLISH_DEADLINE:
                 failed["timeout"] += len(rows) - index
                 reasons["timeout"] = f"batch ran past its {PUBLISH_DEADLINE:.0f}s publish deadline"
                 break
-            outcome, reason = self.publisher.publish(
-                amqp.OutboxMessage(row_id, exchange, routing_key, message_id, body))
+            outcome, reason = self.publisher.publish(message)
             if outcome is amqp.Outcome.CONFIRMED:
-                confirmed.append(row_id)
+                confirmed.append(message.id)
                 continue
             failed[outcome.value] += 1
             reasons.setdefault(outcome.value, reason or "")
@@ -440,19 +440,20 @@ class Daemon:
                 break
             # The broker answered and refused this one: it waits before the next try,
             # so it cannot keep newer messages from being taken.
-            refused.append(row_id)
+            refused.append(message.id)
 
         marked = 0
         if confirmed or refused:
             try:
                 if confirmed:
-                    marked = conn.execute(queries.MARK_PUBLISHED, {"ids": confirmed}).fetchone()[0]
+                    marked = self._api.mark_published(confirmed)
                 if refused:
                     error = "; ".join(f"{kind}: {reasons[kind]}" for kind in sorted(reasons)
                                       if kind != amqp.Outcome.CONNECTION.value)
-                    conn.execute(queries.DEFER_OUTBOX, {"ids": refused, "error": error})
-                conn.commit()
-            except psycopg.Error as exc:
+                    self._api.defer_outbox(refused, error)
+                with db.mapped_errors():
+                    conn.commit()
+            except errors.FlowForgeError as exc:
                 if confirmed:
                     # Confirmed by the broker but not recorded: these will be sent again.
                     self.log("mark_failed", unmarked=len(confirmed), error=db.first_line(exc))
@@ -480,18 +481,20 @@ class Daemon:
 
     def _commit_quietly(self, op: str) -> bool:
         try:
-            self._work.commit()
+            with db.mapped_errors():
+                self._work.commit()
             return True
-        except psycopg.Error as exc:
+        except errors.FlowForgeError as exc:
             self._work_error(op, exc)
             return False
 
     def _tick(self) -> None:
         conn = self._work
         try:
-            result = conn.execute(queries.TICK).fetchone()[0] or {}
-            conn.commit()
-        except psycopg.Error as exc:
+            result = self._api.tick() or {}
+            with db.mapped_errors():
+                conn.commit()
+        except errors.FlowForgeError as exc:
             self._work_error("tick", exc)
             return
         self.totals["ticks"] += 1
@@ -523,9 +526,10 @@ class Daemon:
             if self.publisher.is_open:
                 self._amqp_keepalive()
             try:
-                for _ in self._listen.notifies(timeout=min(WAIT_SLICE, remaining), stop_after=1):
-                    self._need_drain = True
-            except psycopg.Error as exc:
+                with db.mapped_errors():
+                    for _ in self._listen.notifies(timeout=min(WAIT_SLICE, remaining), stop_after=1):
+                        self._need_drain = True
+            except errors.FlowForgeError as exc:
                 self._pg_lost("listen", exc)
                 return
             if self._need_drain:

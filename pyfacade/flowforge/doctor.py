@@ -21,8 +21,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from . import db, embedded, errors, migrate, queries
+from . import amqp, db, errors, migrate
+from .catalog import Catalog
+from .client import Client
 from .config import Settings
+from .db import embedded
 
 OK, WARN, SKIP, PROBLEM = "ok", "warn", "skip", "problem"
 MIN_SERVER_VERSION_NUM = 150000
@@ -43,12 +46,13 @@ def run_checks(settings: Settings) -> list[Check]:
     """Every check, in the order they are printed."""
     dsn = db.resolve_dsn(settings)
     checks = [_database(settings, dsn)]
-    with db.connect(dsn) as conn, db.mapped_errors():
-        checks.append(_server_version(conn))
-        checks.append(_schema_version(conn))
+    with db.connect(dsn) as conn:
+        catalog = Catalog(conn)
+        checks.append(_server_version(catalog))
+        checks.append(_schema_version(catalog, Client(conn)))
         checks.append(_pending(dsn))
-        checks.append(_extension(conn, "pgtap", "pgTAP"))
-        checks.append(_extension(conn, "plpgsql_check", "plpgsql_check"))
+        checks.append(_extension(catalog, "pgtap", "pgTAP"))
+        checks.append(_extension(catalog, "plpgsql_check", "plpgsql_check"))
     checks.append(_broker(settings.amqp_url))
     return checks
 
@@ -63,18 +67,18 @@ def _database(settings: Settings, dsn: str) -> Check:
     return Check("database", OK, f"{db.mask_dsn(dsn)} (from {settings.dsn_source})")
 
 
-def _server_version(conn) -> Check:
-    num, text = conn.execute(queries.SERVER_VERSION_NUM).fetchone()
+def _server_version(catalog: Catalog) -> Check:
+    num, text = catalog.server_version()
     if num >= MIN_SERVER_VERSION_NUM:
         return Check("server version", OK, f"PostgreSQL {text}")
     return Check("server version", PROBLEM, f"PostgreSQL {text}; FlowForge needs 15 or newer")
 
 
-def _schema_version(conn) -> Check:
+def _schema_version(catalog: Catalog, client: Client) -> Check:
     known = migrate.known_schema_version()
-    if not conn.execute(queries.SCHEMA_VERSION_FUNCTION_EXISTS).fetchone()[0]:
+    if not catalog.has_schema_version():
         return Check("schema version", PROBLEM, f"not installed (this code expects {known}); run `flowforge migrate`")
-    applied = conn.execute(queries.SCHEMA_VERSION).fetchone()[0]
+    applied = client.schema_version()
     if applied == known:
         return Check("schema version", OK, f"{applied}")
     if applied is not None and known is not None and applied > known:
@@ -90,11 +94,11 @@ def _pending(dsn: str) -> Check:
     return Check("pending migrations", PROBLEM, f"{', '.join(pending)}; run `flowforge migrate`")
 
 
-def _extension(conn, name: str, label: str) -> Check:
-    row = conn.execute(queries.EXTENSION_AVAILABLE, {"name": name}).fetchone()
+def _extension(catalog: Catalog, name: str, label: str) -> Check:
+    row = catalog.extension(name)
     if row is None:
         return Check(label, WARN, "not available on this server (needed only to run the SQL test suite)")
-    default_version, installed = row
+    default_version, installed = row["default_version"], row["installed_version"]
     detail = f"available ({default_version})" + (f", installed {installed}" if installed else "")
     return Check(label, OK, detail)
 
@@ -106,7 +110,7 @@ def _broker(amqp_url: str | None) -> Check:
         _amqp_ping(amqp_url)
     except errors.BrokerUnavailable as exc:
         return Check("broker", PROBLEM, str(exc))
-    return Check("broker", OK, f"{_mask_url(amqp_url)} answered")
+    return Check("broker", OK, f"{amqp.mask_url(amqp_url)} answered")
 
 
 def _amqp_ping(url: str) -> None:
@@ -129,16 +133,6 @@ def _amqp_ping(url: str) -> None:
         # pika nests the real cause in args (e.g. ConnectionRefusedError).
         reason = "; ".join(repr(a) if isinstance(a, BaseException) else str(a) for a in exc.args)
         reason = reason or type(exc).__name__
-        raise errors.BrokerUnavailable(f"cannot reach {_mask_url(url)}: {reason}") from None
+        raise errors.BrokerUnavailable(f"cannot reach {amqp.mask_url(url)}: {reason}") from None
     connection.close()
 
-
-def _mask_url(url: str) -> str:
-    """An AMQP URL with its password hidden."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-        parts = parts._replace(netloc=netloc)
-    return urlunsplit(parts)

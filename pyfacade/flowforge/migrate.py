@@ -31,7 +31,8 @@ from yoyo.backends import get_backend_class
 from yoyo.connections import DatabaseURI
 from yoyo.exceptions import LockTimeout, MigrationConflict
 
-from . import db, errors, queries
+from . import db, errors
+from .catalog import Catalog
 from .config import SQL_DIR_ENV
 
 YOYO_SCHEME = "postgresql+psycopg"
@@ -181,10 +182,8 @@ def pending_migrations(dsn: str) -> list[str]:
 
 def applied_migrations(dsn: str) -> list[str]:
     """Ids recorded in yoyo's table (empty when the database was never migrated)."""
-    with db.connect(dsn) as conn, db.mapped_errors():
-        if not conn.execute(queries.YOYO_TABLE_EXISTS).fetchone()[0]:
-            return []
-        return [row[0] for row in conn.execute(queries.APPLIED_MIGRATION_IDS)]
+    with db.connect(dsn) as conn:
+        return Catalog(conn).applied_migrations()
 
 
 class _locked:

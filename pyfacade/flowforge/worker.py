@@ -74,7 +74,10 @@ from typing import Any, Callable
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import config, db, errors, queries
+from . import config, db, errors
+from .amqp import EXCHANGE_TYPE, describe, mask_url
+from .client import Client
+from .rows import ClaimedTask
 
 log = logging.getLogger("flowforge.worker")
 
@@ -126,6 +129,11 @@ class _Job:
     @property
     def key(self) -> tuple[uuid.UUID, int]:
         return (self.task_run_id, self.fencing_token)
+
+    @classmethod
+    def claimed(cls, row: ClaimedTask) -> "_Job":
+        return cls(row.task_run_id, row.workflow_run_id, row.task_key, row.attempt, row.fencing_token, row.input,
+                   lease_expires_at=row.lease_expires_at)
 
 
 class Context:
@@ -187,10 +195,11 @@ class _SharedConnection:
         self._dsn = dsn
         self._label = label
         self._conn: psycopg.Connection | None = None
+        self._client: Client | None = None
         self._lock = threading.Lock()
 
-    def execute(self, query: str, params: dict, *, give_up: Callable[[], bool]) -> list[tuple]:
-        """Run ``query``; on a lost connection reconnect and retry until ``give_up()``.
+    def call(self, api_call: Callable[[Client], Any], *, give_up: Callable[[], bool]) -> Any:
+        """Make one API call; on a lost connection reconnect and retry until ``give_up()``.
 
         A statement whose connection broke may or may not have committed; the
         API's answers to a repeat (FF004/FF005) are how the caller learns it.
@@ -201,9 +210,8 @@ class _SharedConnection:
                 try:
                     if self._conn is None or self._conn.closed:
                         self._conn = db.connect(self._dsn, autocommit=True)
-                    with db.mapped_errors():
-                        cursor = self._conn.execute(query, params)
-                        return cursor.fetchall() if cursor.description else []
+                        self._client = Client(self._conn)
+                    return api_call(self._client)
                 except errors.DatabaseUnavailable as exc:
                     self._discard()
                     if give_up():
@@ -275,18 +283,18 @@ class _Completer:
     def _write(self, batch: list) -> None:
         worker = self._worker
         jobs = [job for job, _ in batch]
-        params = {"ids": [job.task_run_id for job in jobs], "tokens": [job.fencing_token for job in jobs],
-                  "outputs": [output for _, output in batch]}
+        ids, tokens = [job.task_run_id for job in jobs], [job.fencing_token for job in jobs]
+        outputs = [output for _, output in batch]
         deadline = time.monotonic() + worker.lease
         try:
-            rows = self._conn.execute(queries.COMPLETE_MANY, params,
-                                      give_up=lambda: time.monotonic() > deadline)
+            rows = self._conn.call(lambda api: api.complete_many(ids, tokens, outputs),
+                                   give_up=lambda: time.monotonic() > deadline)
         except errors.FlowForgeError as exc:
             for _ in jobs:
                 worker._count("dropped")
             log.error("complete of %d task(s) not written: %s; their leases will expire", len(jobs), exc)
             return
-        outcomes = {task_run_id: outcome for task_run_id, outcome in rows}
+        outcomes = {row.task_run_id: row.outcome for row in rows}
         for job in jobs:
             outcome = outcomes.get(job.task_run_id)
             if outcome == "completed":
@@ -481,8 +489,8 @@ class Worker:
         """Split the queues into pull and push, from flowforge.queue and the AMQP URL."""
         amqp_url = self.amqp_url or config.resolve(self.dsn).amqp_url
         names = sorted(set(self.queues) | set(self.push_queues))
-        rows = self._ops.execute(queries.QUEUE_SETTINGS, {"names": names}, give_up=lambda: True)
-        exchanges = {name: (exchange, routing_key) for name, exchange, routing_key in rows if exchange}
+        rows = self._ops.call(lambda api: api.queue_settings(names), give_up=lambda: True)
+        exchanges = {row.name: (row.exchange, row.routing_key) for row in rows if row.exchange}
         push: list[_PushBinding] = []
         for name in self.push_queues:
             if name not in exchanges:
@@ -511,9 +519,9 @@ class Worker:
             conn = None
             try:
                 conn = db.connect(self._dsn, autocommit=True)
+                Client(conn).listen_ready()
+                attempt = 0
                 with db.mapped_errors():
-                    conn.execute(queries.LISTEN_READY)
-                    attempt = 0
                     self._wake.set()  # anything made ready while we were not listening
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
@@ -540,18 +548,16 @@ class Worker:
                 free = self.concurrency - self.in_flight
                 if free > 0:
                     try:
-                        rows = claims.execute(queries.CLAIM, {
-                            "queues": self._pull, "worker": self.name, "lease": lease, "batch": free,
-                        }, give_up=self._stop.is_set)
+                        rows = claims.call(lambda api: api.claim(self._pull, self.name, lease, free),
+                                           give_up=self._stop.is_set)
                     except errors.DatabaseUnavailable:
                         break  # stopping while the database is away
                     except errors.FlowForgeError as exc:
                         log.error("claim refused: %s", exc)
                         self._stop.wait(self.poll_interval)
                         continue
-                    for task_run_id, run_id, key, attempt, token, task_input, expires in rows:
-                        self._submit(_Job(task_run_id, run_id, key, attempt, token, task_input,
-                                          lease_expires_at=expires))
+                    for row in rows:
+                        self._submit(_Job.claimed(row))
                     if len(rows) == free:
                         continue  # took all we could: there may be more, and capacity to check
                 self._wake.wait(self.poll_interval)
@@ -660,22 +666,19 @@ class Worker:
         if self._completer is not None and not job.push:
             self._completer.put(job, output, text)
             return
-        params = {"task_run_id": job.task_run_id, "fencing_token": job.fencing_token,
-                  "output": None if output is None else Jsonb(output, dumps=lambda _obj: text)}
-        if self._write(job, queries.COMPLETE, params, "complete"):
+        output = None if output is None else Jsonb(output, dumps=lambda _obj: text)
+        if self._write(job, lambda api: api.complete(job.task_run_id, job.fencing_token, output), "complete"):
             self._count("completed")
 
     def _write_fail(self, job: _Job, error: str, *, retryable: bool) -> None:
-        params = {"task_run_id": job.task_run_id, "fencing_token": job.fencing_token,
-                  "error": error, "retryable": retryable}
-        if self._write(job, queries.FAIL, params, "fail"):
+        if self._write(job, lambda api: api.fail(job.task_run_id, job.fencing_token, error, retryable), "fail"):
             self._count("failed")
             log.info("task %s (%s) attempt %d failed%s: %s", job.task_key, job.task_run_id, job.attempt,
                      "" if retryable else " for good", error)
 
-    def _write(self, job: _Job, query: str, params: dict, what: str) -> bool:
+    def _write(self, job: _Job, api_call: Callable[[Client], Any], what: str) -> bool:
         try:
-            self._ops.execute(query, params, give_up=self._give_up_writing(job))
+            self._ops.call(api_call, give_up=self._give_up_writing(job))
             return True
         except _NOT_OURS as exc:
             job.lease_lost.set()
@@ -717,11 +720,10 @@ class Worker:
                 raise errors.LeaseLost(f"task {job.task_key} ({job.task_run_id}) is no longer held by this worker")
             return None
         beat_started = time.monotonic()
+        lease = timedelta(seconds=self.lease)
         try:
-            rows = self._ops.execute(queries.HEARTBEAT, {
-                "task_run_id": job.task_run_id, "fencing_token": job.fencing_token,
-                "lease": timedelta(seconds=self.lease),
-            }, give_up=lambda: True)
+            expires = self._ops.call(lambda api: api.heartbeat(job.task_run_id, job.fencing_token, lease),
+                                     give_up=lambda: True)
         except _NOT_OURS as exc:
             job.lease_lost.set()
             log.warning("lease on task %s (%s) lost: %s", job.task_key, job.task_run_id, exc)
@@ -729,7 +731,7 @@ class Worker:
                 raise errors.LeaseLost(str(exc), sqlstate=exc.sqlstate) from None
             return None
         job.last_beat = beat_started
-        job.lease_expires_at = rows[0][0]
+        job.lease_expires_at = expires
         return job.lease_expires_at
 
     # --- push: RabbitMQ ---------------------------------------------------------------------
@@ -737,10 +739,9 @@ class Worker:
     def _take_over(self, job: _Job) -> bool:
         """The first heartbeat makes a delivered task ours (or tells us it is stale)."""
         try:
-            self._ops.execute(queries.HEARTBEAT, {
-                "task_run_id": job.task_run_id, "fencing_token": job.fencing_token,
-                "lease": timedelta(seconds=self.lease),
-            }, give_up=lambda: self._stop.is_set())
+            lease = timedelta(seconds=self.lease)
+            self._ops.call(lambda api: api.heartbeat(job.task_run_id, job.fencing_token, lease),
+                           give_up=lambda: self._stop.is_set())
         except _NOT_OURS as exc:
             log.info("stale or redelivered message for task %s (%s), dropped: %s",
                      job.task_key, job.task_run_id, exc)
@@ -763,8 +764,6 @@ class Worker:
     def _push_thread(self) -> None:
         import pika
         import pika.exceptions
-
-        from .publisher import EXCHANGE_TYPE, describe, mask_url
 
         attempt = 0
         while not self._abandon.is_set():
