@@ -14,14 +14,17 @@ says what to do about it.  Statuses:
 If the database cannot be reached at all, ``DatabaseUnavailable`` propagates:
 every other check needs it, and the CLI prints that one line.
 
-The checks only read: no yoyo tables are created, nothing is migrated.
+The checks only read: no yoyo tables are created, nothing is migrated.  The
+``functions`` check compares schema ``flowforge`` with the functions the
+shipped SQL files define (``flowforge.shipped``): a function no file defines
+is a signature that changed and was never dropped.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from . import amqp, db, errors, migrate
+from . import amqp, db, errors, migrate, shipped
 from .catalog import Catalog
 from .client import Client
 from .config import Settings
@@ -30,6 +33,7 @@ from .db import embedded
 OK, WARN, SKIP, PROBLEM = "ok", "warn", "skip", "problem"
 MIN_SERVER_VERSION_NUM = 150000
 AMQP_TIMEOUT = 3.0  # seconds
+RETIRED_FILE = "sql/functions/00_core/90_retired.sql"  # where DROP FUNCTION IF EXISTS of retired signatures go
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ def run_checks(settings: Settings) -> list[Check]:
         checks.append(_server_version(catalog))
         checks.append(_schema_version(catalog, Client(conn)))
         checks.append(_pending(dsn))
+        checks.append(_functions(catalog))
         checks.append(_extension(catalog, "pgtap", "pgTAP"))
         checks.append(_extension(catalog, "plpgsql_check", "plpgsql_check"))
     checks.append(_broker(settings.amqp_url))
@@ -92,6 +97,23 @@ def _pending(dsn: str) -> Check:
     if not pending:
         return Check("pending migrations", OK, "none")
     return Check("pending migrations", PROBLEM, f"{', '.join(pending)}; run `flowforge migrate`")
+
+
+def _functions(catalog: Catalog) -> Check:
+    """Functions in schema flowforge that no shipped file defines (and shipped ones that are absent)."""
+    if not catalog.schema_installed():
+        return Check("functions", SKIP, "schema flowforge not installed")
+    found = shipped.compare(catalog, migrate.function_files(), migrate.migration_files())
+    if found.unknown:
+        signatures = ", ".join(found.unknown)
+        return Check("functions", PROBLEM,
+                     f"{len(found.unknown)} not defined by any shipped file: {signatures}; if a signature was "
+                     f"retired, add `DROP FUNCTION IF EXISTS <signature>;` for it to {RETIRED_FILE} and migrate")
+    if found.missing:
+        headers = ", ".join(str(h) for h in found.missing)
+        return Check("functions", PROBLEM,
+                     f"{len(found.missing)} shipped but not in the database: {headers}; run `flowforge migrate`")
+    return Check("functions", OK, f"{found.defined} in schema flowforge, each defined by a shipped file")
 
 
 def _extension(catalog: Catalog, name: str, label: str) -> Check:

@@ -6,10 +6,14 @@ Two kinds of SQL live in the repository:
   constraints, indexes, roles, RLS.  Applied once each, in dependency order
   (yoyo reads the ``-- depends:`` header), recorded in yoyo's
   ``_yoyo_migration`` table.
-* ``sql/functions/*.sql``: ``CREATE OR REPLACE`` definitions.  Re-applied in
-  sorted filename order, in one transaction, after *every* migrate — even
+* ``sql/functions/**/*.sql``: ``CREATE OR REPLACE`` definitions, in folders
+  of one family each (``00_core/00_meta.sql``, ``10_substrate/...``).
+  Re-applied in order of their path below ``functions/`` with
+  ``99_grants.sql`` last, in one transaction, after *every* migrate — even
   when no migration was pending — so the text in the repository is always
   the text in the database and a function has exactly one source file.
+  (``flowforge doctor`` lists functions in the database that no shipped file
+  defines: retired signatures that need a ``DROP FUNCTION``.)
 
 Both steps run under yoyo's lock (a row in ``yoyo_lock``), so concurrent
 ``flowforge migrate`` calls serialise instead of racing.
@@ -38,6 +42,7 @@ from .config import SQL_DIR_ENV
 YOYO_SCHEME = "postgresql+psycopg"
 YOYO_MIGRATION_TABLE = "_yoyo_migration"
 LOCK_TIMEOUT = 60  # seconds to wait for another migrate to finish
+GRANTS_FILE = "99_grants.sql"  # ownership and EXECUTE for every function: applied after all the others
 
 
 @dataclass
@@ -72,19 +77,36 @@ def migrations_dir() -> Path:
     return sql_dir() / "migrations"
 
 
+def functions_dir() -> Path:
+    return sql_dir() / "functions"
+
+
 def function_files() -> list[Path]:
-    """Every function file, in the sorted filename order they are applied in."""
-    folder = sql_dir() / "functions"
-    return sorted(folder.glob("*.sql")) if folder.is_dir() else []
+    """Every ``functions/**/*.sql`` file, in the order they are applied in.
+
+    Sorted by path below ``functions/`` (``00_core/...`` before
+    ``10_substrate/...``), except that the top-level grants file comes last
+    whatever else is added: it grants on the functions every other file created.
+    """
+    folder = functions_dir()
+    if not folder.is_dir():
+        return []
+
+    def order(path: Path) -> tuple[bool, tuple[str, ...]]:
+        relative = path.relative_to(folder)
+        return relative.parts == (GRANTS_FILE,), relative.parts
+
+    return sorted(folder.rglob("*.sql"), key=order)
+
+
+def migration_files() -> list[Path]:
+    """The forward migration files (``NNNN_name.sql``, rollbacks left out), oldest first."""
+    return sorted(p for p in migrations_dir().glob("*.sql") if not p.name.endswith(".rollback.sql"))
 
 
 def known_migration_ids() -> list[str]:
     """Ids of the migration files shipped with this code, oldest first (``NNNN_name``)."""
-    return sorted(
-        p.name[: -len(".sql")]
-        for p in migrations_dir().glob("*.sql")
-        if not p.name.endswith(".rollback.sql")
-    )
+    return [p.name[: -len(".sql")] for p in migration_files()]
 
 
 def known_schema_version() -> str | None:
@@ -158,7 +180,7 @@ def rollback(dsn: str) -> MigrateResult:
 
 
 def apply_functions(dsn: str) -> list[str]:
-    """Run every ``sql/functions/*.sql`` file in one transaction; return their names.
+    """Run every function file (``function_files()``) in one transaction; return their names.
 
     One transaction: either the database gets the whole new function set or it
     keeps the old one — never a mix of old and new function text.
