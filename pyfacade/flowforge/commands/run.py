@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import click
 
-from .. import errors, render
+from .. import render
 from ..config import Settings
 from ._common import client, emit_json, json_option, parse_json_object, wants_json, when
 

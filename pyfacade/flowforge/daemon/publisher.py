@@ -33,9 +33,9 @@ import enum
 import pika
 import pika.exceptions
 
-from . import errors
-from .amqp import EXCHANGE_TYPE, describe, mask_url
-from .rows import OutboxMessage
+from .. import errors
+from ..amqp import EXCHANGE_TYPE, describe, mask_url
+from ..rows import OutboxMessage
 
 CONTENT_TYPE = "application/json"
 PERSISTENT = 2
