@@ -148,22 +148,26 @@ def test_doctor_is_clean_on_a_migrated_database(migrated_dsn):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_doctor_lists_a_function_no_shipped_file_defines(migrated_dsn):
-    with psycopg.connect(migrated_dsn, autocommit=True) as conn:
-        conn.execute("CREATE FUNCTION flowforge.orphan_fn(int) RETURNS int LANGUAGE sql AS 'SELECT 1'")
-    proc = doctor(migrated_dsn)
+def functions_problem_after(dsn: str, statement: str) -> str:
+    """Run ``statement``, then doctor, which must fail; its ``functions`` line."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(statement)
+    proc = doctor(dsn)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     line = next(line for line in proc.stdout.splitlines() if line.startswith("functions"))
-    assert "problem" in line and "flowforge.orphan_fn(integer)" in line
+    assert "problem" in line
+    return line
+
+
+def test_doctor_lists_a_function_no_shipped_file_defines(migrated_dsn):
+    line = functions_problem_after(
+        migrated_dsn, "CREATE FUNCTION flowforge.orphan_fn(int) RETURNS int LANGUAGE sql AS 'SELECT 1'")
+    assert "flowforge.orphan_fn(integer)" in line
     assert "DROP FUNCTION IF EXISTS" in line and "90_retired.sql" in line
 
 
 def test_doctor_lists_a_shipped_function_missing_from_the_database(migrated_dsn):
-    with psycopg.connect(migrated_dsn, autocommit=True) as conn:
-        conn.execute("DROP FUNCTION flowforge.run_events(uuid)")
-    proc = doctor(migrated_dsn)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    line = next(line for line in proc.stdout.splitlines() if line.startswith("functions"))
+    line = functions_problem_after(migrated_dsn, "DROP FUNCTION flowforge.run_events(uuid)")
     assert "flowforge.run_events(run_id uuid)" in line and "flowforge migrate" in line
 
 
