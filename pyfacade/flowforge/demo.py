@@ -22,7 +22,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import api, db, migrate
+from . import db, migrate, queries
+from .client import Client
 from .worker import Worker
 
 WORKFLOW = "nightly-report"
@@ -153,8 +154,7 @@ class DemoResult:
 
     def inspect_query(self) -> str:
         run = next((r["id"] for r in self.runs if r.get("retries")), self.run_ids[0])
-        return (f"SELECT created_at, task_key, kind, attempt, detail->>'error' AS error "
-                f"FROM flowforge.run_events('{run}');")
+        return queries.DEMO_INSPECT_RUN.format(run_id=run)
 
     def psql_command(self) -> str:
         return f'psql "{db.mask_dsn(self.dsn)}" -c "{self.inspect_query()}"'
@@ -165,9 +165,10 @@ def run(dsn: str, *, runs: int = 5, concurrency: int = 4, timeout: float = 60.0,
     """Migrate, define, start ``runs`` runs, work them to the end (or ``timeout``)."""
     migrate.migrate(dsn)
     with db.connect(dsn, autocommit=True) as conn:
-        defined = api.define_workflow(conn, SPEC)
+        api = Client(conn)
+        defined = api.apply_workflow(SPEC)
         stamp = time.strftime("%Y-%m-%d")
-        run_ids = [api.start_run(conn, WORKFLOW, {"region": REGIONS[i % len(REGIONS)], "date": stamp, "batch": i + 1})
+        run_ids = [api.start_run(WORKFLOW, {"region": REGIONS[i % len(REGIONS)], "date": stamp, "batch": i + 1})
                    for i in range(runs)]
         result = DemoResult(dsn, defined["version"], defined["created"], run_ids)
 
@@ -180,11 +181,11 @@ def run(dsn: str, *, runs: int = 5, concurrency: int = 4, timeout: float = 60.0,
             while True:
                 now = time.monotonic()
                 if now - last_tick >= tick_every:
-                    api.tick(conn)  # the daemon's periodic duties (reaper, push retries)
+                    api.tick()  # the daemon's periodic duties (reaper, push retries)
                     last_tick = now
                 for rid in run_ids:  # get_run of the unfinished ones; finished runs do not change
                     if rid not in latest or latest[rid]["state"] not in FINISHED:
-                        latest[rid] = _progress(api.get_run(conn, rid))
+                        latest[rid] = _progress(api.get_run(rid))
                 snapshot = [latest[rid] for rid in run_ids]
                 progress = Progress(now - started, snapshot)
                 if on_progress is not None:
@@ -201,6 +202,6 @@ def run(dsn: str, *, runs: int = 5, concurrency: int = 4, timeout: float = 60.0,
         result.seconds = time.monotonic() - started
         result.runs = snapshot
         result.tasks = sum(r["tasks_total"] for r in snapshot)
-        result.retries = sum(sum(e["kind"] == "retry_scheduled" for e in api.run_events(conn, rid))
+        result.retries = sum(sum(e["kind"] == "retry_scheduled" for e in api.run_events(rid))
                              for rid in run_ids)
     return result

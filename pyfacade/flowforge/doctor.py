@@ -14,19 +14,26 @@ says what to do about it.  Statuses:
 If the database cannot be reached at all, ``DatabaseUnavailable`` propagates:
 every other check needs it, and the CLI prints that one line.
 
-The checks only read: no yoyo tables are created, nothing is migrated.
+The checks only read: no yoyo tables are created, nothing is migrated.  The
+``functions`` check compares schema ``flowforge`` with the functions the
+shipped SQL files define (``flowforge.shipped``): a function no file defines
+is a signature that changed and was never dropped.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from . import db, embedded, errors, migrate, queries
+from . import amqp, db, errors, migrate, shipped
+from .catalog import Catalog
+from .client import Client
 from .config import Settings
+from .db import embedded
 
 OK, WARN, SKIP, PROBLEM = "ok", "warn", "skip", "problem"
 MIN_SERVER_VERSION_NUM = 150000
 AMQP_TIMEOUT = 3.0  # seconds
+RETIRED_FILE = "sql/functions/00_core/90_retired.sql"  # where DROP FUNCTION IF EXISTS of retired signatures go
 
 
 @dataclass(frozen=True)
@@ -43,12 +50,14 @@ def run_checks(settings: Settings) -> list[Check]:
     """Every check, in the order they are printed."""
     dsn = db.resolve_dsn(settings)
     checks = [_database(settings, dsn)]
-    with db.connect(dsn) as conn, db.mapped_errors():
-        checks.append(_server_version(conn))
-        checks.append(_schema_version(conn))
+    with db.connect(dsn) as conn:
+        catalog = Catalog(conn)
+        checks.append(_server_version(catalog))
+        checks.append(_schema_version(catalog, Client(conn)))
         checks.append(_pending(dsn))
-        checks.append(_extension(conn, "pgtap", "pgTAP"))
-        checks.append(_extension(conn, "plpgsql_check", "plpgsql_check"))
+        checks.append(_functions(catalog))
+        checks.append(_extension(catalog, "pgtap", "pgTAP"))
+        checks.append(_extension(catalog, "plpgsql_check", "plpgsql_check"))
     checks.append(_broker(settings.amqp_url))
     return checks
 
@@ -63,18 +72,18 @@ def _database(settings: Settings, dsn: str) -> Check:
     return Check("database", OK, f"{db.mask_dsn(dsn)} (from {settings.dsn_source})")
 
 
-def _server_version(conn) -> Check:
-    num, text = conn.execute(queries.SERVER_VERSION_NUM).fetchone()
+def _server_version(catalog: Catalog) -> Check:
+    num, text = catalog.server_version()
     if num >= MIN_SERVER_VERSION_NUM:
         return Check("server version", OK, f"PostgreSQL {text}")
     return Check("server version", PROBLEM, f"PostgreSQL {text}; FlowForge needs 15 or newer")
 
 
-def _schema_version(conn) -> Check:
+def _schema_version(catalog: Catalog, client: Client) -> Check:
     known = migrate.known_schema_version()
-    if not conn.execute(queries.SCHEMA_VERSION_FUNCTION_EXISTS).fetchone()[0]:
+    if not catalog.has_schema_version():
         return Check("schema version", PROBLEM, f"not installed (this code expects {known}); run `flowforge migrate`")
-    applied = conn.execute(queries.SCHEMA_VERSION).fetchone()[0]
+    applied = client.schema_version()
     if applied == known:
         return Check("schema version", OK, f"{applied}")
     if applied is not None and known is not None and applied > known:
@@ -90,11 +99,28 @@ def _pending(dsn: str) -> Check:
     return Check("pending migrations", PROBLEM, f"{', '.join(pending)}; run `flowforge migrate`")
 
 
-def _extension(conn, name: str, label: str) -> Check:
-    row = conn.execute(queries.EXTENSION_AVAILABLE, {"name": name}).fetchone()
+def _functions(catalog: Catalog) -> Check:
+    """Functions in schema flowforge that no shipped file defines (and shipped ones that are absent)."""
+    if not catalog.schema_installed():
+        return Check("functions", SKIP, "schema flowforge not installed")
+    found = shipped.compare(catalog, migrate.function_files(), migrate.migration_files())
+    if found.unknown:
+        signatures = ", ".join(found.unknown)
+        return Check("functions", PROBLEM,
+                     f"{len(found.unknown)} not defined by any shipped file: {signatures}; if a signature was "
+                     f"retired, add `DROP FUNCTION IF EXISTS <signature>;` for it to {RETIRED_FILE} and migrate")
+    if found.missing:
+        headers = ", ".join(str(h) for h in found.missing)
+        return Check("functions", PROBLEM,
+                     f"{len(found.missing)} shipped but not in the database: {headers}; run `flowforge migrate`")
+    return Check("functions", OK, f"{found.defined} in schema flowforge, each defined by a shipped file")
+
+
+def _extension(catalog: Catalog, name: str, label: str) -> Check:
+    row = catalog.extension(name)
     if row is None:
         return Check(label, WARN, "not available on this server (needed only to run the SQL test suite)")
-    default_version, installed = row
+    default_version, installed = row["default_version"], row["installed_version"]
     detail = f"available ({default_version})" + (f", installed {installed}" if installed else "")
     return Check(label, OK, detail)
 
@@ -106,7 +132,7 @@ def _broker(amqp_url: str | None) -> Check:
         _amqp_ping(amqp_url)
     except errors.BrokerUnavailable as exc:
         return Check("broker", PROBLEM, str(exc))
-    return Check("broker", OK, f"{_mask_url(amqp_url)} answered")
+    return Check("broker", OK, f"{amqp.mask_url(amqp_url)} answered")
 
 
 def _amqp_ping(url: str) -> None:
@@ -129,16 +155,6 @@ def _amqp_ping(url: str) -> None:
         # pika nests the real cause in args (e.g. ConnectionRefusedError).
         reason = "; ".join(repr(a) if isinstance(a, BaseException) else str(a) for a in exc.args)
         reason = reason or type(exc).__name__
-        raise errors.BrokerUnavailable(f"cannot reach {_mask_url(url)}: {reason}") from None
+        raise errors.BrokerUnavailable(f"cannot reach {amqp.mask_url(url)}: {reason}") from None
     connection.close()
 
-
-def _mask_url(url: str) -> str:
-    """An AMQP URL with its password hidden."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-        parts = parts._replace(netloc=netloc)
-    return urlunsplit(parts)

@@ -6,10 +6,14 @@ Two kinds of SQL live in the repository:
   constraints, indexes, roles, RLS.  Applied once each, in dependency order
   (yoyo reads the ``-- depends:`` header), recorded in yoyo's
   ``_yoyo_migration`` table.
-* ``sql/functions/*.sql``: ``CREATE OR REPLACE`` definitions.  Re-applied in
-  sorted filename order, in one transaction, after *every* migrate — even
+* ``sql/functions/**/*.sql``: ``CREATE OR REPLACE`` definitions, in folders
+  of one family each (``00_core/00_meta.sql``, ``10_substrate/...``).
+  Re-applied in order of their path below ``functions/`` with
+  ``99_grants.sql`` last, in one transaction, after *every* migrate — even
   when no migration was pending — so the text in the repository is always
   the text in the database and a function has exactly one source file.
+  (``flowforge doctor`` lists functions in the database that no shipped file
+  defines: retired signatures that need a ``DROP FUNCTION``.)
 
 Both steps run under yoyo's lock (a row in ``yoyo_lock``), so concurrent
 ``flowforge migrate`` calls serialise instead of racing.
@@ -31,12 +35,14 @@ from yoyo.backends import get_backend_class
 from yoyo.connections import DatabaseURI
 from yoyo.exceptions import LockTimeout, MigrationConflict
 
-from . import db, errors, queries
+from . import db, errors
+from .catalog import Catalog
 from .config import SQL_DIR_ENV
 
 YOYO_SCHEME = "postgresql+psycopg"
 YOYO_MIGRATION_TABLE = "_yoyo_migration"
 LOCK_TIMEOUT = 60  # seconds to wait for another migrate to finish
+GRANTS_FILE = "99_grants.sql"  # ownership and EXECUTE for every function: applied after all the others
 
 
 @dataclass
@@ -71,27 +77,36 @@ def migrations_dir() -> Path:
     return sql_dir() / "migrations"
 
 
-def function_files() -> list[Path]:
-    """Every function file under ``functions/`` (recursively), in the order they are applied.
+def functions_dir() -> Path:
+    return sql_dir() / "functions"
 
-    Sorted by path relative to ``functions/`` (``00_core/...`` before
-    ``10_substrate/...``), with ``99_grants.sql`` — the sweep over what the
-    others created — always last.
+
+def function_files() -> list[Path]:
+    """Every ``functions/**/*.sql`` file, in the order they are applied in.
+
+    Sorted by path below ``functions/`` (``00_core/...`` before
+    ``10_substrate/...``), except that the top-level grants file comes last
+    whatever else is added: it grants on the functions every other file created.
     """
-    folder = sql_dir() / "functions"
+    folder = functions_dir()
     if not folder.is_dir():
         return []
-    return sorted(folder.rglob("*.sql"),
-                  key=lambda p: (p.name == "99_grants.sql", p.relative_to(folder).as_posix()))
+
+    def order(path: Path) -> tuple[bool, tuple[str, ...]]:
+        relative = path.relative_to(folder)
+        return relative.parts == (GRANTS_FILE,), relative.parts
+
+    return sorted(folder.rglob("*.sql"), key=order)
+
+
+def migration_files() -> list[Path]:
+    """The forward migration files (``NNNN_name.sql``, rollbacks left out), oldest first."""
+    return sorted(p for p in migrations_dir().glob("*.sql") if not p.name.endswith(".rollback.sql"))
 
 
 def known_migration_ids() -> list[str]:
     """Ids of the migration files shipped with this code, oldest first (``NNNN_name``)."""
-    return sorted(
-        p.name[: -len(".sql")]
-        for p in migrations_dir().glob("*.sql")
-        if not p.name.endswith(".rollback.sql")
-    )
+    return [p.name[: -len(".sql")] for p in migration_files()]
 
 
 def known_schema_version() -> str | None:
@@ -165,7 +180,7 @@ def rollback(dsn: str) -> MigrateResult:
 
 
 def apply_functions(dsn: str) -> list[str]:
-    """Run every ``sql/functions/*.sql`` file in one transaction; return their names.
+    """Run every function file (``function_files()``) in one transaction; return their names.
 
     One transaction: either the database gets the whole new function set or it
     keeps the old one — never a mix of old and new function text.
@@ -189,10 +204,8 @@ def pending_migrations(dsn: str) -> list[str]:
 
 def applied_migrations(dsn: str) -> list[str]:
     """Ids recorded in yoyo's table (empty when the database was never migrated)."""
-    with db.connect(dsn) as conn, db.mapped_errors():
-        if not conn.execute(queries.YOYO_TABLE_EXISTS).fetchone()[0]:
-            return []
-        return [row[0] for row in conn.execute(queries.APPLIED_MIGRATION_IDS)]
+    with db.connect(dsn) as conn:
+        return Catalog(conn).applied_migrations()
 
 
 class _locked:

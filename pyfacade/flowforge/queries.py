@@ -4,128 +4,129 @@ The facade never builds SQL at run time: values travel as bind parameters,
 and identifiers are fixed here.  Keeping the statements together makes the
 facade's whole dependency on the SQL API reviewable at a glance and lets the
 SQL side rename things with one grep.
+
+Every call of an API function uses named notation with an explicit cast per
+argument (``flowforge.claim(queues => %(queues)s::text[], ...)``): a parameter
+inserted in the middle of a signature cannot silently take a value meant for
+another, argument types never depend on how psycopg adapts a Python value, and
+``tests/py/test_queries.py`` checks every name and cast against ``pg_proc``.
+Every column is selected by name, so rows are read by name.
+
+Who sends what: ``flowforge.client.Client`` the API calls, ``flowforge.catalog.Catalog``
+the catalog reads, ``flowforge.db.embedded`` the embedded server's bootstrap.
 """
 
-# --- server facts (doctor) -------------------------------------------------
+# --- server and catalog facts (doctor, migrate, the daemon's schema check) -----
 
-SERVER_VERSION_NUM = "SELECT current_setting('server_version_num')::int, current_setting('server_version')"
+SERVER_VERSION = """
+SELECT current_setting('server_version_num')::int AS version_num, current_setting('server_version') AS version
+"""
 
 EXTENSION_AVAILABLE = """
 SELECT default_version, installed_version
   FROM pg_catalog.pg_available_extensions
- WHERE name = %(name)s
+ WHERE name = %(name)s::text
 """
 
-# --- schema version (doctor, migrate) ---------------------------------------
+SCHEMA_EXISTS = "SELECT to_regnamespace('flowforge') IS NOT NULL AS installed"
 
 # flowforge.schema_version() is defined in sql/functions/00_meta.sql; it may be
 # absent (fresh database, or a database migrated before it existed), so ask
 # the catalog first instead of catching an undefined_function error.
-SCHEMA_VERSION_FUNCTION_EXISTS = "SELECT to_regprocedure('flowforge.schema_version()') IS NOT NULL"
-
-SCHEMA_VERSION = "SELECT flowforge.schema_version()"
+SCHEMA_VERSION_FUNCTION_EXISTS = "SELECT to_regprocedure('flowforge.schema_version()') IS NOT NULL AS installed"
 
 # yoyo keeps its bookkeeping in the connection's current schema.  Reading it
 # directly keeps `doctor` read-only (yoyo's own API creates its tables).
-YOYO_TABLE_EXISTS = "SELECT to_regclass('_yoyo_migration') IS NOT NULL"
+YOYO_TABLE_EXISTS = "SELECT to_regclass('_yoyo_migration') IS NOT NULL AS installed"
 
 APPLIED_MIGRATION_IDS = "SELECT migration_id FROM _yoyo_migration ORDER BY migration_id"
 
+# Every function in schema flowforge: its oid and its signature, spelled as
+# DROP FUNCTION takes it (schema-qualified whatever the search_path).
+FLOWFORGE_FUNCTIONS = """
+SELECT p.oid::int8 AS oid,
+       'flowforge.' || quote_ident(p.proname) || '(' || pg_catalog.oidvectortypes(p.proargtypes) || ')' AS signature
+  FROM pg_catalog.pg_proc p
+ WHERE p.pronamespace = 'flowforge'::regnamespace
+ ORDER BY 2
+"""
+
+# One type as PostgreSQL spells it ('int' -> 'integer'), or NULL when there is
+# no such type.  On PostgreSQL 15 text that is not a type name at all ('run_id
+# uuid') raises a syntax error instead, so callers ask inside a savepoint.
+REGTYPE = "SELECT to_regtype(%(name)s::text)::text AS type"
+
+# Signatures such as 'flowforge.claim(text[], text, interval, integer)' to the
+# oid of the function they name (NULL for no such function).  The types in
+# them are REGTYPE's spelling, so none can be a syntax error.
+REGPROCEDURES = """
+SELECT s.signature, to_regprocedure(s.signature)::oid::int8 AS oid
+  FROM unnest(%(signatures)s::text[]) AS s(signature)
+"""
+
+# The named arguments of every flowforge function, for tests/py/test_queries.py.
+FUNCTION_ARGUMENTS = """
+SELECT p.proname::text AS function, a.name::text, a.mode::text, format_type(a.type, NULL) AS type
+  FROM pg_catalog.pg_proc p
+ CROSS JOIN LATERAL unnest(p.proargnames,
+                           coalesce(p.proargmodes, array_fill('i'::"char", ARRAY[cardinality(p.proargnames)])),
+                           coalesce(p.proallargtypes, p.proargtypes::oid[])) AS a(name, mode, type)
+ WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proargnames IS NOT NULL
+"""
+
 # --- embedded server bootstrap ---------------------------------------------
 
-EMBEDDED_DATABASE_EXISTS = "SELECT 1 FROM pg_catalog.pg_database WHERE datname = 'flowforge'"
+EMBEDDED_DATABASE_EXISTS = """
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_database WHERE datname = 'flowforge') AS exists
+"""
 
 CREATE_EMBEDDED_DATABASE = "CREATE DATABASE flowforge"
 
-# --- daemon: outbox drain and timer (sql/functions/60_push.sql, 50_maintenance.sql) ---
+# --- sessions: channels and bounds ---------------------------------------------
 
-# The daemon's work session bounds everything it does, so a hung broker or a
-# lock queue cannot hold outbox row locks or an open transaction for long.
-# Values are set with set_config() so they travel as bind parameters.
-DAEMON_SESSION_SETTINGS = """
-SELECT set_config('statement_timeout', %(statement_timeout)s, false),
-       set_config('lock_timeout', %(lock_timeout)s, false),
-       set_config('idle_in_transaction_session_timeout', %(idle_in_transaction_timeout)s, false)
-"""
+# Delivered at commit by every transaction that makes a task ready (pull workers).
+LISTEN_READY = "LISTEN flowforge_ready"
 
 # The channel flowforge._dispatch_rows notifies (once per transaction that wrote outbox rows).
 LISTEN_OUTBOX = "LISTEN flowforge_outbox"
 
-# Oldest unpublished rows, locked FOR UPDATE SKIP LOCKED until this transaction
-# ends.  payload::text: the body is sent exactly as the database wrote it.
-TAKE_OUTBOX = """
-SELECT id, exchange, routing_key, message_id, payload::text
-  FROM flowforge.take_outbox(%(batch)s)
+# The daemon's work session bounds everything it does, so a hung broker or a
+# lock queue cannot hold outbox row locks or an open transaction for long.
+# Values are set with set_config() so they travel as bind parameters.
+BOUND_SESSION = """
+SELECT set_config('statement_timeout', %(statement_timeout)s::text, false) AS statement_timeout,
+       set_config('lock_timeout', %(lock_timeout)s::text, false) AS lock_timeout,
+       set_config('idle_in_transaction_session_timeout', %(idle_in_transaction_timeout)s::text, false)
+           AS idle_in_transaction_timeout
 """
 
-MARK_PUBLISHED = "SELECT flowforge.mark_published(%(ids)s::uuid[])"
+# --- the SQL API: identity (sql/functions/05_identity.sql) ------------------------
 
-# Messages the broker refused (nack, unroutable, exchange error, timeout) wait
-# 2^attempts seconds before take_outbox offers them again.
-DEFER_OUTBOX = "SELECT flowforge.defer_outbox(%(ids)s::uuid[], %(error)s)"
+SCHEMA_VERSION = "SELECT flowforge.schema_version() AS version"
 
-TICK = "SELECT flowforge.tick()"
+AUTHENTICATE = "SELECT flowforge.authenticate(api_key => %(api_key)s::text) AS organization_id"
+
+CREATE_ORGANIZATION = "SELECT flowforge.create_organization(slug => %(slug)s::text, name => %(name)s::text) AS id"
+
+ADD_MEMBER = """
+SELECT flowforge.add_member(organization => %(organization)s::text, member => %(member)s::name, role => %(role)s::text)
+"""
+
+REMOVE_MEMBER = "SELECT flowforge.remove_member(organization => %(organization)s::text, member => %(member)s::name)"
+
+CREATE_API_KEY = """
+SELECT flowforge.create_api_key(organization => %(organization)s::text, name => %(name)s::text, role => %(role)s::text)
+       AS api_key
+"""
+
+REVOKE_API_KEY = "SELECT flowforge.revoke_api_key(prefix => %(prefix)s::text)"
 
 # --- the SQL API: definitions and runs (CLI, demo) ---------------------------
 # Each is one call of a documented API function (see its COMMENT ON FUNCTION).
 # jsonb values are passed as psycopg Jsonb, uuids as uuid.UUID, intervals as
-# datetime.timedelta.
+# datetime.timedelta (or interval text).
 
-DEFINE_WORKFLOW = "SELECT flowforge.define_workflow(%(spec)s)"
-
-START_RUN = "SELECT flowforge.start_run(%(workflow)s, %(input)s, %(idempotency_key)s)"
-
-CANCEL_RUN = "SELECT flowforge.cancel_run(%(run_id)s, %(reason)s)"
-
-RETRY_RUN = "SELECT flowforge.retry_run(%(run_id)s)"
-
-RUN_EVENTS = """
-SELECT seq, created_at, task_run_id, task_key, kind, from_state, to_state, attempt, fencing_token, detail
-  FROM flowforge.run_events(%(run_id)s)
-"""
-
-CONFIGURE_QUEUE = """
-SELECT flowforge.configure_queue(%(name)s, %(exchange)s, %(routing_key)s, %(dispatch_lease)s)
-"""
-
-# (TICK: see the daemon section above)
-
-# --- the SQL API: the worker protocol (worker SDK) -----------------------------
-
-# Delivered at commit by every transaction that makes a task ready.
-LISTEN_READY = "LISTEN flowforge_ready"
-
-CLAIM = """
-SELECT task_run_id, workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at
-  FROM flowforge.claim(%(queues)s, %(worker)s, %(lease)s, %(batch)s)
-"""
-
-HEARTBEAT = "SELECT flowforge.heartbeat(%(task_run_id)s, %(fencing_token)s, %(lease)s)"
-
-COMPLETE = "SELECT flowforge.complete(%(task_run_id)s, %(fencing_token)s, %(output)s)"
-
-# Batched completions (pull workers): one transaction for many results; a
-# refusal is reported per task ('stale', 'not_running', 'not_found').
-COMPLETE_MANY = """
-SELECT task_run_id, outcome
-  FROM flowforge.complete_many(%(ids)s::uuid[], %(tokens)s::bigint[], %(outputs)s::jsonb[])
-"""
-
-FAIL = "SELECT flowforge.fail(%(task_run_id)s, %(fencing_token)s, %(error)s, %(retryable)s)"
-
-# --- the SQL API: reads (sql/functions/70_reads.sql) ---------------------------
-
-WORKFLOW_LIST = "SELECT name, version, id, kind, tasks, created_at FROM flowforge.list_workflows()"
-
-GET_WORKFLOW = "SELECT flowforge.get_workflow(%(name)s)"
-
-RUN_LIST = """
-SELECT id, workflow_name AS workflow, version, state, tasks_total,
-       tasks_total - tasks_remaining AS tasks_done, tasks_failed, created_at, started_at, finished_at
-  FROM flowforge.list_runs(%(workflow)s, %(state)s, %(limit)s)
-"""
-
-GET_RUN = "SELECT flowforge.get_run(%(run_id)s)"
+DEFINE_WORKFLOW = "SELECT flowforge.define_workflow(spec => %(spec)s::jsonb) AS id"
 
 # `workflow apply`: what define_workflow just did.  Run in the same
 # transaction: define_workflow still holds the name's advisory lock, so the
@@ -134,14 +135,105 @@ GET_RUN = "SELECT flowforge.get_run(%(run_id)s)"
 WORKFLOW_DEFINED = """
 SELECT w ->> 'name' AS name, (w ->> 'version')::int AS version,
        (w ->> 'created_at')::timestamptz = flowforge.now() AS created
-  FROM flowforge.get_workflow(%(name)s) AS w
+  FROM flowforge.get_workflow(name => %(name)s::text) AS w
 """
 
-# Resolve a run id typed as a prefix (at least 4 hex digits).
-RESOLVE_RUN_ID = "SELECT flowforge.resolve_run_id(%(prefix)s) AS id"
+START_RUN = """
+SELECT flowforge.start_run(workflow => %(workflow)s::text, input => %(input)s::jsonb,
+                           idempotency_key => %(idempotency_key)s::text) AS id
+"""
+
+CANCEL_RUN = "SELECT flowforge.cancel_run(run_id => %(run_id)s::uuid, reason => %(reason)s::text)"
+
+RETRY_RUN = "SELECT flowforge.retry_run(run_id => %(run_id)s::uuid)"
+
+RUN_EVENTS = """
+SELECT seq, created_at, task_run_id, task_key, kind, from_state, to_state, attempt, fencing_token, detail
+  FROM flowforge.run_events(run_id => %(run_id)s::uuid)
+"""
+
+# --- the SQL API: queues (sql/functions/60_push.sql, 70_reads.sql) -------------
+
+CONFIGURE_QUEUE = """
+SELECT flowforge.configure_queue(name => %(name)s::text, exchange => %(exchange)s::text,
+                                 routing_key => %(routing_key)s::text, dispatch_lease => %(dispatch_lease)s::interval)
+"""
 
 # The push worker: where a push queue's tasks are published.
 QUEUE_SETTINGS = """
-SELECT name, exchange, routing_key
-  FROM flowforge.queue_settings(%(names)s)
+SELECT name, exchange, routing_key, dispatch_lease
+  FROM flowforge.queue_settings(names => %(names)s::text[])
 """
+
+# --- the SQL API: the worker protocol (worker SDK) -----------------------------
+
+CLAIM = """
+SELECT task_run_id, workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at
+  FROM flowforge.claim(queues => %(queues)s::text[], worker => %(worker)s::text, lease => %(lease)s::interval,
+                       batch => %(batch)s::int)
+"""
+
+HEARTBEAT = """
+SELECT flowforge.heartbeat(task_run_id => %(task_run_id)s::uuid, fencing_token => %(fencing_token)s::bigint,
+                           lease => %(lease)s::interval) AS lease_expires_at
+"""
+
+COMPLETE = """
+SELECT flowforge.complete(task_run_id => %(task_run_id)s::uuid, fencing_token => %(fencing_token)s::bigint,
+                          output => %(output)s::jsonb)
+"""
+
+# Batched completions (pull workers): one transaction for many results; a
+# refusal is reported per task ('stale', 'not_running', 'not_found').
+COMPLETE_MANY = """
+SELECT task_run_id, outcome
+  FROM flowforge.complete_many(task_run_ids => %(task_run_ids)s::uuid[],
+                               fencing_tokens => %(fencing_tokens)s::bigint[], outputs => %(outputs)s::jsonb[])
+"""
+
+FAIL = """
+SELECT flowforge.fail(task_run_id => %(task_run_id)s::uuid, fencing_token => %(fencing_token)s::bigint,
+                      error => %(error)s::text, retryable => %(retryable)s::boolean)
+"""
+
+# --- the SQL API: maintenance and the outbox (daemon; sql/functions/50_maintenance.sql, 60_push.sql) ---
+
+TICK = "SELECT flowforge.tick() AS counts"
+
+REAP_EXPIRED_LEASES = "SELECT flowforge.reap_expired_leases(max_rows => %(max_rows)s::int) AS reaped"
+
+# Oldest unpublished rows, locked FOR UPDATE SKIP LOCKED until this transaction
+# ends.  payload::text: the body is sent exactly as the database wrote it.
+TAKE_OUTBOX = """
+SELECT id, exchange, routing_key, message_id, payload::text AS body
+  FROM flowforge.take_outbox(batch => %(batch)s::int)
+"""
+
+MARK_PUBLISHED = "SELECT flowforge.mark_published(ids => %(ids)s::uuid[]) AS marked"
+
+# Messages the broker refused (nack, unroutable, exchange error, timeout) wait
+# 2^attempts seconds before take_outbox offers them again.
+DEFER_OUTBOX = "SELECT flowforge.defer_outbox(ids => %(ids)s::uuid[], error => %(error)s::text) AS deferred"
+
+# --- the SQL API: reads (sql/functions/70_reads.sql) ---------------------------
+
+WORKFLOW_LIST = "SELECT name, version, id, kind, tasks, created_at FROM flowforge.list_workflows()"
+
+GET_WORKFLOW = "SELECT flowforge.get_workflow(name => %(name)s::text, version => %(version)s::int) AS workflow"
+
+RUN_LIST = """
+SELECT id, workflow_name AS workflow, version, state, tasks_total,
+       tasks_total - tasks_remaining AS tasks_done, tasks_failed, created_at, started_at, finished_at
+  FROM flowforge.list_runs(workflow => %(workflow)s::text, with_state => %(state)s::text, max_rows => %(limit)s::int)
+"""
+
+GET_RUN = "SELECT flowforge.get_run(run_id => %(run_id)s::uuid) AS run"
+
+# Resolve a run id typed as a prefix (at least 4 hex digits).
+RESOLVE_RUN_ID = "SELECT flowforge.resolve_run_id(id_prefix => %(prefix)s::text) AS id"
+
+# --- shown, not sent ------------------------------------------------------------
+
+# `flowforge demo` prints this for the reader to paste into psql.
+DEMO_INSPECT_RUN = ("SELECT created_at, task_key, kind, attempt, detail->>'error' AS error "
+                    "FROM flowforge.run_events('{run_id}');")

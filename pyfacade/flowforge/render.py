@@ -107,6 +107,12 @@ def levels(tasks: Sequence[dict]) -> list[list[str]]:
     return out
 
 
+def dag_order(tasks: Sequence[dict]) -> list[dict]:
+    """The tasks level by level (``levels``), for lists and tables of a run's tasks."""
+    by_key = {t["key"]: t for t in tasks}
+    return [by_key[key] for layer in levels(tasks) for key in layer]
+
+
 def dag(tasks: Sequence[dict], *, states: dict[str, str] | None = None, colour: bool | None = None) -> str:
     """The DAG as layers joined by arrows; with ``states``, each key shows its state."""
     if colour is None:

@@ -1,16 +1,21 @@
 """Small helpers shared by the execution-core tests (test_core_*.py).
 
-Every call goes through the public SQL API with explicit casts, so argument
-types never depend on how psycopg adapts a Python value.
+Every API call goes through the facade's gateway, ``flowforge.Client`` (named
+notation, explicit casts), so the tests exercise the statements the SDK
+sends; these wrappers only keep the shapes the tests were written against:
+claims as tuples, errors as the psycopg errors carrying their SQLSTATE.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import threading
 from typing import Any, Callable
 
 import psycopg
+
+from flowforge import errors
+from flowforge.client import Client
 
 DEFAULT_ORG = "00000000-0000-0000-0000-000000000001"
 
@@ -25,8 +30,23 @@ def connect(dsn: str, *, autocommit: bool = True) -> psycopg.Connection:
     return psycopg.connect(dsn, autocommit=autocommit)
 
 
+def _psycopg_errors(api_call: Callable) -> Callable:
+    """The core tests assert SQLSTATEs on psycopg errors (a deadlock must stay a psycopg error):
+    hand back the psycopg error the gateway mapped to its FlowForge class."""
+    @functools.wraps(api_call)
+    def call(*args, **kwargs):
+        try:
+            return api_call(*args, **kwargs)
+        except errors.FlowForgeError as exc:
+            if isinstance(exc.__cause__, psycopg.Error):
+                raise exc.__cause__ from None
+            raise
+    return call
+
+
+@_psycopg_errors
 def define(conn: psycopg.Connection, spec: dict) -> str:
-    return conn.execute("SELECT flowforge.define_workflow(%s::jsonb)", (json.dumps(spec),)).fetchone()[0]
+    return Client(conn).define_workflow(spec)
 
 
 def single_spec(name: str, **task: Any) -> dict:
@@ -42,53 +62,55 @@ def diamond_spec(name: str, **task: Any) -> dict:
     ]}
 
 
+@_psycopg_errors
 def start_run(conn: psycopg.Connection, workflow: str, input: dict | None = None, key: str | None = None) -> str:
-    return conn.execute(
-        "SELECT flowforge.start_run(%s::text, %s::jsonb, %s::text)",
-        (workflow, json.dumps(input or {}), key),
-    ).fetchone()[0]
+    return Client(conn).start_run(workflow, input or {}, key)
 
 
-CLAIM_SQL = (
-    "SELECT task_run_id, workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at "
-    "FROM flowforge.claim(%s::text[], %s::text, %s::interval, %s::int)"
-)
-
-
+@_psycopg_errors
 def claim(conn: psycopg.Connection, queues: list[str], worker: str, lease: str = "30 seconds", batch: int = 1):
-    return conn.execute(CLAIM_SQL, (queues, worker, lease, batch)).fetchall()
+    """Claimed tasks as (task_run_id, workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at),
+    the tuples the core tests unpack, built by name from the gateway's rows."""
+    rows = Client(conn).claim(queues, worker, lease, batch)
+    return [(r.task_run_id, r.workflow_run_id, r.task_key, r.attempt, r.fencing_token, r.input, r.lease_expires_at)
+            for r in rows]
 
 
+@_psycopg_errors
 def complete(conn: psycopg.Connection, task_run_id, token: int, output: Any = None) -> None:
-    conn.execute(
-        "SELECT flowforge.complete(%s::uuid, %s::bigint, %s::jsonb)",
-        (task_run_id, token, None if output is None else json.dumps(output)),
-    )
+    Client(conn).complete(task_run_id, token, output)
 
 
+@_psycopg_errors
+def complete_many(conn: psycopg.Connection, items: list[tuple[Any, int, Any]]) -> list[tuple[Any, str]]:
+    """complete_many over (task_run_id, token, output) items; (task_run_id, outcome) per item, in order."""
+    rows = Client(conn).complete_many([i[0] for i in items], [i[1] for i in items], [i[2] for i in items])
+    return [(r.task_run_id, r.outcome) for r in rows]
+
+
+@_psycopg_errors
 def fail(conn: psycopg.Connection, task_run_id, token: int, error: str, retryable: bool = True) -> None:
-    conn.execute(
-        "SELECT flowforge.fail(%s::uuid, %s::bigint, %s::text, %s::boolean)",
-        (task_run_id, token, error, retryable),
-    )
+    Client(conn).fail(task_run_id, token, error, retryable)
 
 
+@_psycopg_errors
 def heartbeat(conn: psycopg.Connection, task_run_id, token: int, lease: str = "30 seconds"):
-    return conn.execute(
-        "SELECT flowforge.heartbeat(%s::uuid, %s::bigint, %s::interval)", (task_run_id, token, lease)
-    ).fetchone()[0]
+    return Client(conn).heartbeat(task_run_id, token, lease)
 
 
+@_psycopg_errors
 def cancel_run(conn: psycopg.Connection, run_id, reason: str | None = None) -> None:
-    conn.execute("SELECT flowforge.cancel_run(%s::uuid, %s::text)", (run_id, reason))
+    Client(conn).cancel_run(run_id, reason)
 
 
+@_psycopg_errors
 def retry_run(conn: psycopg.Connection, run_id) -> None:
-    conn.execute("SELECT flowforge.retry_run(%s::uuid)", (run_id,))
+    Client(conn).retry_run(run_id)
 
 
+@_psycopg_errors
 def reap(conn: psycopg.Connection, max_rows: int = 1000) -> int:
-    return conn.execute("SELECT flowforge.reap_expired_leases(%s::int)", (max_rows,)).fetchone()[0]
+    return Client(conn).reap_expired_leases(max_rows)
 
 
 def sqlstate_of(fn: Callable[[], Any]) -> str | None:

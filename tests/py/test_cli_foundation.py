@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flowforge import embedded
+from flowforge.db import embedded
 
 FLOWFORGE = Path(sys.executable).with_name("flowforge")
 

@@ -11,7 +11,9 @@ Invariants after every step: task states, run states, fencing tokens and
 attempts equal the model's; the events appended so far equal, per (run, task,
 kind, from_state, to_state), the events the model expects; the run's
 tasks_remaining and each pending task's remaining_deps counters agree with
-the model.
+the model.  complete_many is driven against the same model as complete: its
+per-task outcomes (completed, stale, not_running, not_found) are asserted
+where complete() would raise FF004 / FF005 / FF001.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from helpers_core import (
     cancel_run,
     claim,
     complete,
+    complete_many,
     connect,
     define,
     fail,
@@ -217,6 +220,53 @@ class CoreMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def complete_more(self, data):
         self.complete(data)
+
+    @precondition(lambda self: self._tasks("running"))
+    @rule(data=st.data(), refusals=st.lists(st.sampled_from(["stale", "not_running", "not_found"]), max_size=2))
+    def complete_batch(self, data, refusals):
+        """complete_many: several running tasks at once, with refused items mixed in at drawn positions.
+
+        The model is complete()'s, applied to the whole batch: every task
+        succeeds, then dependents whose dependencies all succeeded are
+        released, then each run settles.  A refused item is an outcome, and
+        it changes nothing.
+        """
+        picked = data.draw(st.lists(st.sampled_from(self._tasks("running")), min_size=1, max_size=4,
+                                    unique_by=lambda rt: rt[1].id))
+        chosen = {task.id for _, task in picked}
+        items = [(task.id, task.token, {"key": task.key}, "completed") for _, task in picked]
+        for kind in refusals:
+            if kind == "stale":
+                others = [t for _, t in self._claimed() if t.id not in chosen]
+                if not others:
+                    continue
+                task = data.draw(st.sampled_from(others))
+                item = (task.id, task.token + data.draw(st.sampled_from([-1, 1])), {"stale": True}, "stale")
+            elif kind == "not_running":
+                others = [t for _, t in self._tasks() if t.state != "running" and t.id not in chosen]
+                if not others:
+                    continue
+                task = data.draw(st.sampled_from(others))
+                item = (task.id, task.token, {"late": True}, "not_running")
+            else:
+                item = (uuid.uuid4(), 1, None, "not_found")
+            items.insert(data.draw(st.integers(0, len(items))), item)
+        self._tick()
+        outcomes = complete_many(self.conn, [(task_run_id, token, output) for task_run_id, token, output, _ in items])
+        assert outcomes == [(task_run_id, outcome) for task_run_id, _, _, outcome in items], (outcomes, items)
+        for run, task in picked:
+            self._set(run, task, "completed", "succeeded")
+        for run, task in picked:
+            for dependent in run.dependents(task.key):
+                if dependent.state == "pending" and all(run.tasks[d].state == "succeeded" for d in dependent.deps):
+                    self._set(run, dependent, "released", "ready")
+        for run in {run.id: run for run, _ in picked}.values():
+            self._settle(run)
+
+    @precondition(lambda self: self._tasks("running"))
+    @rule(data=st.data(), refusals=st.lists(st.sampled_from(["not_found", "not_running", "stale"]), max_size=2))
+    def complete_batch_more(self, data, refusals):
+        self.complete_batch(data, refusals)
 
     @precondition(lambda self: self._tasks("running"))
     @rule(data=st.data(), retryable=st.booleans())

@@ -1,4 +1,4 @@
-"""What the command modules share: a connection, the ``--json`` switch, output."""
+"""What the command modules share: a ``Client`` on a connection, the ``--json`` switch, output."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ import json
 from typing import Any, Iterator
 
 import click
-import psycopg
 
 from .. import db, errors, render
+from ..client import Client
 from ..config import Settings
 
 
 @contextlib.contextmanager
-def connection(settings: Settings) -> Iterator[psycopg.Connection]:
-    """An autocommit connection to the configured (or embedded) database."""
+def client(settings: Settings) -> Iterator[Client]:
+    """The SQL API on an autocommit connection to the configured (or embedded) database."""
     conn = db.connect(db.resolve_dsn(settings), autocommit=True)
     try:
-        yield conn
+        yield Client(conn)
     finally:
         conn.close()
 

@@ -6,9 +6,8 @@ from datetime import timedelta
 
 import click
 
-from .. import api
 from ..config import Settings
-from ._common import connection, emit_json
+from ._common import client, emit_json
 
 
 @click.group("queue")
@@ -26,8 +25,8 @@ def queue() -> None:
 def configure(settings: Settings, name: str, exchange: str | None, routing_key: str | None,
               dispatch_lease: float) -> None:
     """Configure queue NAME as push (with --exchange) or pull (without)."""
-    with connection(settings) as conn:
-        api.configure_queue(conn, name, exchange, routing_key, timedelta(seconds=dispatch_lease))
+    with client(settings) as api:
+        api.configure_queue(name, exchange, routing_key, timedelta(seconds=dispatch_lease))
     mode = "push" if exchange else "pull"
     if settings.json:
         emit_json({"name": name, "mode": mode, "exchange": exchange,

@@ -7,9 +7,9 @@ from datetime import datetime, timezone
 
 import click
 
-from .. import api, errors, render
+from .. import render
 from ..config import Settings
-from ._common import connection, emit_json, json_option, parse_json_object, wants_json, when
+from ._common import client, emit_json, json_option, parse_json_object, wants_json, when
 
 RUN_STATES = ("pending", "running", "succeeded", "failed", "cancelled")
 
@@ -27,8 +27,8 @@ def run() -> None:
 def start(settings: Settings, workflow: str, input_text: str, idempotency_key: str | None) -> None:
     """Start the latest version of WORKFLOW; prints the run id."""
     run_input = parse_json_object(input_text, "--input")
-    with connection(settings) as conn:
-        run_id = api.start_run(conn, workflow, run_input, idempotency_key)
+    with client(settings) as api:
+        run_id = api.start_run(workflow, run_input, idempotency_key)
     if settings.json:
         emit_json({"id": run_id, "workflow": workflow})
     else:
@@ -43,8 +43,8 @@ def start(settings: Settings, workflow: str, input_text: str, idempotency_key: s
 @click.pass_obj
 def list_(settings: Settings, workflow: str | None, state: str | None, limit: int, json_flag: bool) -> None:
     """The newest runs first."""
-    with connection(settings) as conn:
-        rows = api.list_runs(conn, workflow=workflow, state=state, limit=limit)
+    with client(settings) as api:
+        rows = api.list_runs(workflow=workflow, state=state, limit=limit)
     if wants_json(settings, json_flag):
         emit_json(rows)
         return
@@ -61,6 +61,11 @@ def _elapsed(start: datetime | None, end: datetime | None) -> str:
     if start is None:
         return ""
     return render.duration(((end or datetime.now(timezone.utc)) - start).total_seconds())
+
+
+def _in_dag_order(run: dict) -> dict:
+    """get_run's object with its tasks listed level by level, as every view of a run shows them."""
+    return {**run, "tasks": render.dag_order(run["tasks"])}
 
 
 def _run_json(run: dict) -> dict:
@@ -90,8 +95,8 @@ def _run_text(run: dict, colour: bool | None = None) -> str:
 @click.pass_obj
 def show(settings: Settings, run_id: str, json_flag: bool) -> None:
     """A run and each of its tasks."""
-    with connection(settings) as conn:
-        found = api.get_run(conn, api.resolve_run_id(conn, run_id))
+    with client(settings) as api:
+        found = _in_dag_order(api.get_run(api.resolve_run_id(run_id)))
     if wants_json(settings, json_flag):
         emit_json(_run_json(found))
     else:
@@ -116,10 +121,10 @@ def watch(ctx: click.Context, settings: Settings, run_id: str, interval: float, 
     as_json = wants_json(settings, json_flag)
     live = render.Live()
     started = time.monotonic()
-    with connection(settings) as conn:
-        rid = api.resolve_run_id(conn, run_id)
+    with client(settings) as api:
+        rid = api.resolve_run_id(run_id)
         while True:
-            found = api.get_run(conn, rid)
+            found = _in_dag_order(api.get_run(rid))
             finished = found["state"] in render.FINISHED_RUN_STATES
             if not as_json:
                 if live.tty:
@@ -157,8 +162,8 @@ def watch(ctx: click.Context, settings: Settings, run_id: str, interval: float, 
 @click.pass_obj
 def events(settings: Settings, run_id: str, json_flag: bool) -> None:
     """The run's history, oldest first."""
-    with connection(settings) as conn:
-        rows = api.run_events(conn, api.resolve_run_id(conn, run_id))
+    with client(settings) as api:
+        rows = api.run_events(api.resolve_run_id(run_id))
     if wants_json(settings, json_flag):
         emit_json(rows)
         return
@@ -182,9 +187,9 @@ def _detail(detail: dict | None) -> str:
 @click.pass_obj
 def cancel(settings: Settings, run_id: str, reason: str | None) -> None:
     """Cancel a pending or running run; running tasks lose their lease."""
-    with connection(settings) as conn:
-        rid = api.resolve_run_id(conn, run_id)
-        api.cancel_run(conn, rid, reason)
+    with client(settings) as api:
+        rid = api.resolve_run_id(run_id)
+        api.cancel_run(rid, reason)
     if settings.json:
         emit_json({"id": rid, "state": "cancelled"})
     else:
@@ -196,9 +201,9 @@ def cancel(settings: Settings, run_id: str, reason: str | None) -> None:
 @click.pass_obj
 def retry(settings: Settings, run_id: str) -> None:
     """Run a failed or cancelled run again; succeeded tasks keep their output."""
-    with connection(settings) as conn:
-        rid = api.resolve_run_id(conn, run_id)
-        api.retry_run(conn, rid)
+    with client(settings) as api:
+        rid = api.resolve_run_id(run_id)
+        api.retry_run(rid)
     if settings.json:
         emit_json({"id": rid, "state": "running"})
     else:

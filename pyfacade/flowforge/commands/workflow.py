@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 import yaml
 
-from .. import api, errors, render
+from .. import errors, render
 from ..config import Settings
-from ._common import connection, emit_json, json_option, wants_json, when
+from ._common import client, emit_json, json_option, wants_json, when
 
 
 @click.group("workflow")
@@ -50,8 +50,8 @@ def apply(settings: Settings, file: str) -> None:
     The same content as the latest version changes nothing.
     """
     spec = read_spec(file)
-    with connection(settings) as conn:
-        result = api.define_workflow(conn, spec)
+    with client(settings) as api:
+        result = api.apply_workflow(spec)
     if settings.json:
         emit_json({"id": result["id"], "name": result["name"], "version": result["version"],
                    "created": result["created"]})
@@ -65,8 +65,8 @@ def apply(settings: Settings, file: str) -> None:
 @click.pass_obj
 def list_(settings: Settings, json_flag: bool) -> None:
     """Every workflow, at its latest version."""
-    with connection(settings) as conn:
-        rows = api.list_workflows(conn)
+    with client(settings) as api:
+        rows = api.list_workflows()
     if wants_json(settings, json_flag):
         emit_json(rows)
         return
@@ -83,8 +83,8 @@ def list_(settings: Settings, json_flag: bool) -> None:
 @click.pass_obj
 def show(settings: Settings, name: str, json_flag: bool) -> None:
     """A workflow's latest version: its tasks and the DAG."""
-    with connection(settings) as conn:
-        wf = api.get_workflow(conn, name)
+    with client(settings) as api:
+        wf = api.get_workflow(name)
     tasks = wf["spec"]["tasks"]
     if wants_json(settings, json_flag):
         emit_json({**wf, "levels": render.levels(tasks)})

@@ -42,7 +42,9 @@ from pathlib import Path
 
 from psycopg import conninfo as _conninfo
 
-from . import errors, queries
+from .. import errors, queries
+from .connection import connect
+from .statements import execute, fetch_value
 
 DATA_SUBDIR = Path(".flowforge") / "pgdata"
 DATABASE = "flowforge"
@@ -80,11 +82,9 @@ def ensure_running(base: Path | None = None) -> str:
 
 def _ensure_database(admin_dsn: str) -> None:
     """Create the ``flowforge`` database on first use (CREATE DATABASE needs autocommit)."""
-    from . import db
-
-    with db.connect(admin_dsn, autocommit=True) as conn, db.mapped_errors():
-        if conn.execute(queries.EMBEDDED_DATABASE_EXISTS).fetchone() is None:
-            conn.execute(queries.CREATE_EMBEDDED_DATABASE)
+    with connect(admin_dsn, autocommit=True) as conn:
+        if not fetch_value(conn, queries.EMBEDDED_DATABASE_EXISTS):
+            execute(conn, queries.CREATE_EMBEDDED_DATABASE)
 
 
 def is_running(base: Path | None = None) -> bool:

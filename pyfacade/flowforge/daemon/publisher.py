@@ -29,18 +29,17 @@ publishers (resource alarm) by ``blocked_connection_timeout``.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import pika
 import pika.exceptions
 
-from . import errors
+from .. import errors
+from ..amqp import EXCHANGE_TYPE, describe, mask_url
+from ..rows import OutboxMessage
 
 CONTENT_TYPE = "application/json"
 PERSISTENT = 2
 APP_ID = "flowforge"
-EXCHANGE_TYPE = "topic"
 
 DEFAULT_TIMEOUT = 5.0  # seconds: connect, handshake, blocked connection
 DEFAULT_HEARTBEAT = 5  # seconds: a silent broker is dropped within 1-2 x (heartbeat + 5) s
@@ -54,31 +53,6 @@ class Outcome(enum.Enum):
     UNROUTABLE = "unroutable"  # mandatory and no queue bound for it (Basic.Return)
     EXCHANGE = "exchange"      # the exchange could not be declared
     CONNECTION = "connection"  # the connection or channel broke; reconnect
-
-
-@dataclass(frozen=True)
-class OutboxMessage:
-    """One row of ``flowforge.take_outbox``; ``body`` is the payload's JSON text."""
-
-    id: object
-    exchange: str
-    routing_key: str
-    message_id: str
-    body: str
-
-
-def mask_url(url: str) -> str:
-    """An AMQP URL with its password hidden, safe to log."""
-    parts = urlsplit(url)
-    if parts.password:
-        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1))
-    return urlunsplit(parts)
-
-
-def describe(exc: BaseException) -> str:
-    """One line for a pika/socket error (pika nests the real cause in ``args``)."""
-    reason = "; ".join(repr(a) if isinstance(a, BaseException) else str(a) for a in exc.args)
-    return " ".join(f"{type(exc).__name__}: {reason}".split()) if reason else type(exc).__name__
 
 
 class Publisher:

@@ -1,4 +1,4 @@
-"""Connections to PostgreSQL and the translation of its errors.
+"""Connections to PostgreSQL and the one translation of its errors.
 
 Everything that talks to the database goes through ``connect`` so that:
 
@@ -6,7 +6,8 @@ Everything that talks to the database goes through ``connect`` so that:
   (the CLI prints it; nobody sees a psycopg traceback);
 * errors raised by the SQL API become the ``flowforge.errors`` class for
   their SQLSTATE.  Only the SQLSTATE is used — message text is for humans
-  and is never parsed;
+  and is never parsed.  ``map_error``/``mapped_errors`` are that mapping,
+  and the only one: every statement runs under it (``db.statements``);
 * connections start in a transaction (autocommit off), because every API
   call that changes state must commit or roll back as one unit.
 """
@@ -19,8 +20,7 @@ from typing import Iterator
 import psycopg
 from psycopg import conninfo as _conninfo
 
-from . import errors
-from .config import Settings
+from .. import errors
 
 APPLICATION_NAME = "flowforge"
 DEFAULT_CONNECT_TIMEOUT = 5  # seconds; an unreachable host must fail fast in the CLI
@@ -43,16 +43,6 @@ def mask_dsn(dsn: str) -> str:
     if parts.get("password"):
         parts["password"] = "***"
     return _conninfo.make_conninfo(**parts)
-
-
-def resolve_dsn(settings: Settings) -> str:
-    """The DSN to use: the configured one, or the embedded server's (started on demand)."""
-    if settings.dsn is not None:
-        parse_dsn(settings.dsn)
-        return settings.dsn
-    from . import embedded  # imported late: pgserver is only needed without a DSN
-
-    return embedded.ensure_running()
 
 
 def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:

@@ -1,0 +1,73 @@
+"""Read-only facts about the server and its catalog, for doctor, migrate and the daemon's schema check.
+
+The companion of ``Client``, in the same style: one method per question, one
+named statement of ``flowforge.queries`` each, errors mapped by SQLSTATE.
+None of these is an API function, and none of them writes: ``doctor`` must be
+able to run against any database without changing it.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import psycopg
+
+from . import errors, queries
+from .db.statements import fetch_all, fetch_one, fetch_value
+
+
+class Catalog:
+    """Catalog reads on one psycopg connection (which the caller owns)."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.conn = conn
+
+    def server_version(self) -> tuple[int, str]:
+        """(``server_version_num``, ``server_version``), e.g. (150020, '15.20 (Debian ...)')."""
+        row = fetch_one(self.conn, queries.SERVER_VERSION)
+        return row["version_num"], row["version"]
+
+    def extension(self, name: str) -> dict | None:
+        """{default_version, installed_version} of an extension the server offers, or None."""
+        return fetch_one(self.conn, queries.EXTENSION_AVAILABLE, {"name": name})
+
+    def schema_installed(self) -> bool:
+        return fetch_value(self.conn, queries.SCHEMA_EXISTS)
+
+    def has_schema_version(self) -> bool:
+        """Whether ``flowforge.schema_version()`` exists (it does once the schema is migrated)."""
+        return fetch_value(self.conn, queries.SCHEMA_VERSION_FUNCTION_EXISTS)
+
+    def applied_migrations(self) -> list[str]:
+        """Ids recorded in yoyo's table (empty when the database was never migrated)."""
+        if not fetch_value(self.conn, queries.YOYO_TABLE_EXISTS):
+            return []
+        return [row["migration_id"] for row in fetch_all(self.conn, queries.APPLIED_MIGRATION_IDS)]
+
+    def flowforge_functions(self) -> dict[int, str]:
+        """Every function in schema flowforge: oid → normalised signature."""
+        return {row["oid"]: row["signature"] for row in fetch_all(self.conn, queries.FLOWFORGE_FUNCTIONS)}
+
+    def function_arguments(self) -> list[dict]:
+        """Every named argument of every flowforge function: {function, name, mode, type}."""
+        return fetch_all(self.conn, queries.FUNCTION_ARGUMENTS)
+
+    def regtype(self, text: str) -> str | None:
+        """``text`` as PostgreSQL spells the type it names, or None when it names no type.
+
+        Asked inside a savepoint: PostgreSQL 15 raises a syntax error for text
+        that cannot be a type name, and that must not abort the caller's
+        transaction.
+        """
+        try:
+            with self.conn.transaction():
+                return fetch_value(self.conn, queries.REGTYPE, {"name": text})
+        except errors.DatabaseUnavailable:
+            raise
+        except errors.FlowForgeError:
+            return None
+
+    def regprocedures(self, signatures: Sequence[str]) -> dict[str, int | None]:
+        """Each signature (types as ``regtype`` spells them) → the oid of that function, or None."""
+        rows = fetch_all(self.conn, queries.REGPROCEDURES, {"signatures": list(signatures)})
+        return {row["signature"]: row["oid"] for row in rows}

@@ -1,0 +1,234 @@
+"""The SQL API in Python: one ``Client`` method per FlowForge API function.
+
+```python
+from flowforge import Client, db
+
+with db.connect(dsn, autocommit=True) as conn:
+    client = Client(conn)
+    run_id = client.start_run("nightly-report", {"region": "emea"})
+    print(client.get_run(run_id)["state"])
+```
+
+This is the only way the facade calls the API: the CLI, the demo, the worker
+SDK, the daemon and the test helpers all hold a ``Client``.  Each method
+sends one named statement of ``flowforge.queries`` (named notation, explicit
+casts) and returns rows by column name — dicts for reads that go to output,
+the dataclasses of ``flowforge.rows`` for rows the SDK and daemon act on.
+
+Nothing here decides anything: refusals come back from PostgreSQL and
+arrive as the ``flowforge.errors`` class for their SQLSTATE (through
+``db.mapped_errors``, the one mapping).  Transactions belong to the caller:
+on an autocommit connection each call is its own transaction; the daemon's
+work session groups calls and commits itself.  ``apply_workflow`` is the one
+method that needs two statements in one transaction, and it opens it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import datetime, timedelta
+from typing import Any, Sequence
+
+import psycopg
+from psycopg.rows import class_row
+from psycopg.types.json import Jsonb
+
+from . import errors, queries
+from .db.statements import execute, fetch_all, fetch_one, fetch_value
+from .rows import ClaimedTask, CompletionOutcome, OutboxMessage, QueueSetting
+
+# An interval: a timedelta, or interval text PostgreSQL reads ('30 seconds').
+Interval = timedelta | str
+
+_HEX_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
+
+_CLAIMED = class_row(ClaimedTask)
+_OUTCOMES = class_row(CompletionOutcome)
+_QUEUES = class_row(QueueSetting)
+_OUTBOX = class_row(OutboxMessage)
+
+
+def jsonb(value: Any) -> Jsonb | None:
+    """A jsonb parameter: None stays SQL NULL; a ready ``Jsonb`` (e.g. pre-serialised text) passes as it is."""
+    if value is None or isinstance(value, Jsonb):
+        return value
+    return Jsonb(value)
+
+
+class Client:
+    """The FlowForge SQL API on one psycopg connection (which the caller owns and closes)."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.conn = conn
+
+    # --- identity and tenancy (05_identity.sql) ---------------------------------
+
+    def schema_version(self) -> str | None:
+        """The newest migration applied to this database (``flowforge.schema_version()``)."""
+        return fetch_value(self.conn, queries.SCHEMA_VERSION)
+
+    def authenticate(self, api_key: str) -> uuid.UUID:
+        """Act for the key's organization for the rest of the session (gateway logins)."""
+        return fetch_value(self.conn, queries.AUTHENTICATE, {"api_key": api_key})
+
+    def create_organization(self, slug: str, name: str) -> uuid.UUID:
+        return fetch_value(self.conn, queries.CREATE_ORGANIZATION, {"slug": slug, "name": name})
+
+    def add_member(self, organization: str, member: str, role: str = "member") -> None:
+        execute(self.conn, queries.ADD_MEMBER, {"organization": organization, "member": member, "role": role})
+
+    def remove_member(self, organization: str, member: str) -> None:
+        execute(self.conn, queries.REMOVE_MEMBER, {"organization": organization, "member": member})
+
+    def create_api_key(self, organization: str, name: str, role: str = "member") -> str:
+        """A new API key's token: shown once, stored only as a hash."""
+        return fetch_value(self.conn, queries.CREATE_API_KEY,
+                           {"organization": organization, "name": name, "role": role})
+
+    def revoke_api_key(self, prefix: str) -> None:
+        execute(self.conn, queries.REVOKE_API_KEY, {"prefix": prefix})
+
+    # --- definitions ------------------------------------------------------------------
+
+    def define_workflow(self, spec: Any) -> uuid.UUID:
+        """The id of the workflow version ``spec`` defines (an unchanged spec keeps the latest version)."""
+        return fetch_value(self.conn, queries.DEFINE_WORKFLOW, {"spec": jsonb(spec)})
+
+    def apply_workflow(self, spec: Any) -> dict:
+        """define_workflow(spec) and what it did: {id, name, version, created}, in one transaction (commits)."""
+        with self.conn.transaction():
+            version_id = self.define_workflow(spec)
+            # define_workflow validated the spec, so it is an object with a name.
+            info = fetch_one(self.conn, queries.WORKFLOW_DEFINED, {"name": spec["name"]}) or {}
+        return {"id": version_id, **info}
+
+    def list_workflows(self) -> list[dict]:
+        return fetch_all(self.conn, queries.WORKFLOW_LIST)
+
+    def get_workflow(self, name: str, version: int | None = None) -> dict:
+        """A version (default the latest): {id, name, version, kind, created_at, spec, versions}."""
+        return _parse_times(fetch_value(self.conn, queries.GET_WORKFLOW, {"name": name, "version": version}))
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def start_run(self, workflow: str, input: Any = None, idempotency_key: str | None = None) -> uuid.UUID:
+        return fetch_value(self.conn, queries.START_RUN, {
+            "workflow": workflow, "input": jsonb({} if input is None else input),
+            "idempotency_key": idempotency_key,
+        })
+
+    def cancel_run(self, run_id: uuid.UUID, reason: str | None = None) -> None:
+        execute(self.conn, queries.CANCEL_RUN, {"run_id": run_id, "reason": reason})
+
+    def retry_run(self, run_id: uuid.UUID) -> None:
+        execute(self.conn, queries.RETRY_RUN, {"run_id": run_id})
+
+    def run_events(self, run_id: uuid.UUID) -> list[dict]:
+        return fetch_all(self.conn, queries.RUN_EVENTS, {"run_id": run_id})
+
+    def list_runs(self, *, workflow: str | None = None, state: str | None = None, limit: int = 20) -> list[dict]:
+        return fetch_all(self.conn, queries.RUN_LIST, {"workflow": workflow, "state": state, "limit": limit})
+
+    def get_run(self, run_id: uuid.UUID) -> dict:
+        """get_run(run_id) with timestamps as datetimes, ``id`` a UUID and ``tasks_done``; tasks in spec order."""
+        run = _parse_times(fetch_value(self.conn, queries.GET_RUN, {"run_id": run_id}))
+        run["id"] = uuid.UUID(run["id"])
+        run["tasks_done"] = run["tasks_total"] - run["tasks_remaining"]
+        run["tasks"] = [_parse_times(task) for task in run["tasks"]]
+        return run
+
+    def resolve_run_id(self, text: str) -> uuid.UUID:
+        """A run id from its full text or a unique prefix of at least 4 hex digits."""
+        text = text.strip()
+        try:
+            return uuid.UUID(text)
+        except ValueError:
+            pass
+        if not _HEX_PREFIX.match(text):
+            raise errors.InvalidArgument(f"{text!r} is not a run id (a UUID or a prefix of at least 4 hex digits)")
+        return fetch_value(self.conn, queries.RESOLVE_RUN_ID, {"prefix": text})
+
+    # --- queues ---------------------------------------------------------------------------------
+
+    def configure_queue(self, name: str, exchange: str | None = None, routing_key: str | None = None,
+                        dispatch_lease: Interval = timedelta(minutes=5)) -> None:
+        execute(self.conn, queries.CONFIGURE_QUEUE, {"name": name, "exchange": exchange,
+                                                     "routing_key": routing_key, "dispatch_lease": dispatch_lease})
+
+    def queue_settings(self, names: Sequence[str]) -> list[QueueSetting]:
+        return fetch_all(self.conn, queries.QUEUE_SETTINGS, {"names": list(names)}, row=_QUEUES)
+
+    # --- the worker protocol ---------------------------------------------------------------------
+
+    def listen_ready(self) -> None:
+        """LISTEN on ``flowforge_ready``, notified when a transaction made a task ready."""
+        execute(self.conn, queries.LISTEN_READY)
+
+    def claim(self, queues: Sequence[str], worker: str, lease: Interval = "30 seconds",
+              batch: int = 1) -> list[ClaimedTask]:
+        return fetch_all(self.conn, queries.CLAIM, {
+            "queues": list(queues), "worker": worker, "lease": lease, "batch": batch,
+        }, row=_CLAIMED)
+
+    def heartbeat(self, task_run_id: uuid.UUID, fencing_token: int, lease: Interval = "30 seconds") -> datetime:
+        """Extend the lease; returns when it now expires."""
+        return fetch_value(self.conn, queries.HEARTBEAT, {
+            "task_run_id": task_run_id, "fencing_token": fencing_token, "lease": lease,
+        })
+
+    def complete(self, task_run_id: uuid.UUID, fencing_token: int, output: Any = None) -> None:
+        execute(self.conn, queries.COMPLETE, {
+            "task_run_id": task_run_id, "fencing_token": fencing_token, "output": jsonb(output),
+        })
+
+    def complete_many(self, task_run_ids: Sequence[uuid.UUID], fencing_tokens: Sequence[int],
+                      outputs: Sequence[Any] | None = None) -> list[CompletionOutcome]:
+        """complete() for many tasks in one transaction; a refusal is an outcome, not an error."""
+        return fetch_all(self.conn, queries.COMPLETE_MANY, {
+            "task_run_ids": list(task_run_ids), "fencing_tokens": list(fencing_tokens),
+            "outputs": None if outputs is None else [jsonb(o) for o in outputs],
+        }, row=_OUTCOMES)
+
+    def fail(self, task_run_id: uuid.UUID, fencing_token: int, error: str, retryable: bool = True) -> None:
+        execute(self.conn, queries.FAIL, {
+            "task_run_id": task_run_id, "fencing_token": fencing_token, "error": error, "retryable": retryable,
+        })
+
+    # --- maintenance and the outbox (the daemon) ---------------------------------------------------
+
+    def tick(self) -> dict:
+        """The periodic duties (reaper, due push retries); returns their counts."""
+        return fetch_value(self.conn, queries.TICK)
+
+    def reap_expired_leases(self, max_rows: int = 1000) -> int:
+        return fetch_value(self.conn, queries.REAP_EXPIRED_LEASES, {"max_rows": max_rows})
+
+    def listen_outbox(self) -> None:
+        """LISTEN on ``flowforge_outbox``, notified when a transaction wrote outbox rows."""
+        execute(self.conn, queries.LISTEN_OUTBOX)
+
+    def bound_session(self, *, statement_timeout: str, lock_timeout: str, idle_in_transaction_timeout: str) -> None:
+        """Bound every statement, lock wait and open transaction of this session."""
+        execute(self.conn, queries.BOUND_SESSION, {
+            "statement_timeout": statement_timeout, "lock_timeout": lock_timeout,
+            "idle_in_transaction_timeout": idle_in_transaction_timeout,
+        })
+
+    def take_outbox(self, batch: int = 100) -> list[OutboxMessage]:
+        """The oldest unpublished messages, locked until this transaction ends."""
+        return fetch_all(self.conn, queries.TAKE_OUTBOX, {"batch": batch}, row=_OUTBOX)
+
+    def mark_published(self, ids: Sequence[uuid.UUID]) -> int:
+        return fetch_value(self.conn, queries.MARK_PUBLISHED, {"ids": list(ids)})
+
+    def defer_outbox(self, ids: Sequence[uuid.UUID], error: str) -> int:
+        return fetch_value(self.conn, queries.DEFER_OUTBOX, {"ids": list(ids), "error": error})
+
+
+def _parse_times(obj: dict) -> dict:
+    """jsonb from the read API carries timestamps as ISO text; make them datetimes."""
+    for key, value in obj.items():
+        if isinstance(value, str) and key.endswith("_at"):
+            obj[key] = datetime.fromisoformat(value)
+    return obj

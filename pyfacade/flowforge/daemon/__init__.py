@@ -1,0 +1,322 @@
+"""``flowforge daemon``: drains the outbox to RabbitMQ and calls ``tick()``.
+
+The daemon is deliberately thin.  Every rule — which task is dispatched, when
+a lease is reaped, what a retry costs — is SQL; the daemon only moves bytes
+and keeps time:
+
+* a dedicated LISTEN connection (autocommit) on ``flowforge_outbox``.  On
+  every (re)connect it LISTENs first and then drains everything pending, so a
+  notification lost while disconnected loses nothing; a poll every
+  ``poll_interval`` covers anything else;
+* a work connection whose session bounds every statement, lock wait and open
+  transaction, so a hung broker cannot hold outbox row locks for long;
+* a drain loop, one transaction per batch: ``take_outbox(batch)`` (oldest
+  first, ``FOR UPDATE SKIP LOCKED``), publish each row with publisher
+  confirms, ``mark_published(<the confirmed ids>)``, ``defer_outbox(<the
+  refused ids>)``, commit; again while a full batch came back and all of it
+  was confirmed;
+* ``SELECT flowforge.tick()`` every ``tick_interval`` (reaper, due retries),
+  even while the broker is down;
+* bounded exponential backoff (at most ``MAX_BACKOFF`` seconds) for every
+  reconnect, logged.
+
+It keeps no state a restart could lose: a row is published at least once
+and marked only after the broker confirmed it, so a crash between confirm
+and mark re-sends that batch (consumers are protected by the fencing token)
+and nothing else.  Any number of daemons may run against one database.
+
+Logs go to stderr, one logfmt line per event (``event=published count=12
+...``); docs/operations.md lists them.
+
+This package's ``Daemon`` is the loop and its connection state; the rest is
+one module each: ``config`` (flags, environment, defaults), ``schema`` (the
+schema check), ``session`` (the bounded work session), ``outbox`` (one drain
+batch), ``timer`` (tick cadence and counts), ``publisher`` (AMQP with
+confirms) and ``log`` (logfmt lines, backoff).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from .. import db, errors, migrate
+from ..amqp import mask_url
+from ..client import Client
+from .config import (
+    BATCH_SIZE_ENV,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_POLL_INTERVAL,
+    DEFAULT_TICK_INTERVAL,
+    POLL_INTERVAL_ENV,
+    TICK_INTERVAL_ENV,
+    DaemonConfig,
+    resolve_config,
+)
+from .log import BASE_BACKOFF, MAX_BACKOFF, Backoff, EventLog
+from .outbox import PUBLISH_DEADLINE, OutboxDrain
+from .publisher import Publisher
+from .schema import schema_problem
+from .session import IDLE_IN_TRANSACTION_TIMEOUT, LOCK_TIMEOUT, STATEMENT_TIMEOUT, WorkSession
+from .timer import Timer
+
+__all__ = [
+    "BASE_BACKOFF", "BATCH_SIZE_ENV", "DEFAULT_BATCH_SIZE", "DEFAULT_POLL_INTERVAL", "DEFAULT_TICK_INTERVAL",
+    "EXIT_OK", "EXIT_SCHEMA", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_TIMEOUT", "MAX_BACKOFF", "POLL_INTERVAL_ENV",
+    "PUBLISH_DEADLINE", "STATEMENT_TIMEOUT", "TICK_INTERVAL_ENV", "Backoff", "Daemon", "DaemonConfig", "EventLog",
+    "resolve_config", "schema_problem",
+]
+
+WAIT_SLICE = 0.25    # longest uninterrupted wait, so a signal is acted on promptly
+APPLICATION_NAME = "flowforge-daemon"
+
+EXIT_OK = 0
+EXIT_SCHEMA = 2
+
+
+class Daemon:
+    def __init__(self, config: DaemonConfig, *, log: EventLog | None = None):
+        self.config = config
+        self.log = log or EventLog()
+        self.publisher = Publisher(config.amqp_url)
+        self._listen: psycopg.Connection | None = None
+        self._work: WorkSession | None = None
+        self._listen_backoff = Backoff()
+        self._work_backoff = Backoff()
+        self._amqp_backoff = Backoff()
+        self._stopping = False
+        self._stop_signal: str | None = None
+        self._need_drain = True
+        self._next_poll = 0.0
+        self.totals = Counter()
+        self._outbox = OutboxDrain(self.publisher, config.batch_size, self.log, self.totals, self._amqp_backoff)
+        self._timer = Timer(config.tick_interval, self.log, self.totals)
+
+    # --- lifecycle ------------------------------------------------------------
+
+    def request_stop(self, signum: int | None = None, _frame=None) -> None:
+        """Signal handler: finish the batch in flight, then leave the loop."""
+        if not self._stopping:
+            self._stopping = True
+            self._stop_signal = signal.Signals(signum).name if signum else "request"
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+
+    def run(self) -> int:
+        """Run until SIGTERM/SIGINT. Raises SchemaVersionMismatch before doing anything else."""
+        self._connect_work_first()  # refuses to start against an unknown schema
+        if self._stopping:
+            self._shutdown()
+            return EXIT_OK
+        self.log("started", pid=os.getpid(), dsn=db.mask_dsn(self.config.dsn),
+                 amqp=mask_url(self.config.amqp_url), schema=migrate.known_schema_version(),
+                 batch=self.config.batch_size, tick_interval=self.config.tick_interval,
+                 poll_interval=self.config.poll_interval)
+        while not self._stopping:
+            code = self._step()
+            if code is not None:
+                self._shutdown()
+                return code
+        self._shutdown()
+        return EXIT_OK
+
+    def _shutdown(self) -> None:
+        if self._work is not None:
+            self._work.close()
+        if self._listen is not None:
+            try:
+                self._listen.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._work = self._listen = None
+        self.publisher.close()
+        self.log("stopped", signal=self._stop_signal, published=self.totals["published"],
+                 ticks=self.totals["ticks"], reaped=self.totals["reaped"], dispatched=self.totals["dispatched"])
+
+    def _step(self) -> int | None:
+        now = time.monotonic()
+        if self._listen is None and self._listen_backoff.ready(now):
+            self._connect_listen()
+        if self._work is None and self._work_backoff.ready(now):
+            code = self._connect_work()
+            if code is not None:
+                return code
+        if self.publisher.is_open:
+            self._amqp_keepalive()
+        if not self.publisher.is_open and self._amqp_backoff.ready(now):
+            self._connect_amqp()
+        now = time.monotonic()
+        if now >= self._next_poll:
+            self._need_drain = True
+            self._next_poll = now + self.config.poll_interval
+        if self._need_drain and self._work is not None and self.publisher.is_open and not self._stopping:
+            self._drain()
+        if self._timer.due(time.monotonic()) and self._work is not None and not self._stopping:
+            if self._timer.tick(self._work):
+                self._need_drain = True  # its NOTIFY will come too; no need to wait for it
+        if not self._stopping and not self._need_drain_now():
+            self._wait()
+        return None
+
+    def _need_drain_now(self) -> bool:
+        return self._need_drain and self._work is not None and self.publisher.is_open
+
+    # --- connections ------------------------------------------------------------
+
+    def _dsn(self, role: str) -> str:
+        extra = {"application_name": f"{APPLICATION_NAME}-{role}"}
+        parts = db.parse_dsn(self.config.dsn)
+        # A dead server or network must be noticed on an idle connection too.
+        for key, value in (("keepalives", "1"), ("keepalives_idle", "10"),
+                           ("keepalives_interval", "5"), ("keepalives_count", "3")):
+            if key not in parts:
+                extra[key] = value
+        return make_conninfo(self.config.dsn, **extra)
+
+    def _connect_work_first(self) -> None:
+        """Connect the work session, retrying with backoff; check the schema once connected."""
+        while not self._stopping:
+            now = time.monotonic()
+            if self._work_backoff.ready(now):
+                self._connect_work(first=True)
+                if self._work is not None:
+                    return
+            self._sleep_until(self._work_backoff.next_at)
+
+    def _connect_work(self, *, first: bool = False) -> int | None:
+        try:
+            conn = db.connect(self._dsn("work"))
+        except errors.FlowForgeError as exc:
+            self._pg_failed("work", self._work_backoff, exc)
+            return None
+        work = WorkSession(conn, self.log, on_lost=lambda exc: self._pg_lost("work", exc))
+        try:
+            problem = schema_problem(conn)
+            if problem is None:
+                work.bound()
+            work.commit()
+        except errors.FlowForgeError as exc:
+            work.close()
+            self._pg_failed("work", self._work_backoff, exc)
+            return None
+        if problem is not None:
+            work.close()
+            if first:
+                raise errors.SchemaVersionMismatch(problem)
+            self.log("schema_mismatch", error=problem)
+            self._stop_signal = "schema_mismatch"
+            return EXIT_SCHEMA
+        self._work = work
+        self._need_drain = True
+        retries = self._work_backoff.succeeded()
+        if retries:
+            self.log("pg_connected", role="work", after_attempts=retries)
+        return None
+
+    def _connect_listen(self) -> None:
+        try:
+            conn = db.connect(self._dsn("listen"), autocommit=True)
+            Client(conn).listen_outbox()  # LISTEN first, then drain: nothing falls in between
+        except errors.FlowForgeError as exc:
+            self._pg_failed("listen", self._listen_backoff, exc)
+            return
+        self._listen = conn
+        self._need_drain = True
+        retries = self._listen_backoff.succeeded()
+        if retries:
+            self.log("pg_connected", role="listen", after_attempts=retries)
+
+    def _pg_failed(self, role: str, backoff: Backoff, exc: BaseException) -> None:
+        delay = backoff.failed(time.monotonic())
+        self.log("pg_reconnect", role=role, attempt=backoff.failures, retry_in=delay, error=str(exc))
+
+    def _pg_lost(self, role: str, exc: BaseException) -> None:
+        """A connection broke (server gone, backend terminated, session timeout): drop it, reconnect later."""
+        if role == "work":
+            if self._work is not None:
+                self._work.close()
+            self._work = None
+        else:
+            if self._listen is not None:
+                try:
+                    self._listen.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            self._listen = None
+        self.log("pg_disconnected", role=role, error=db.first_line(exc))
+
+    def _connect_amqp(self) -> None:
+        try:
+            self.publisher.connect()
+        except errors.FlowForgeError as exc:
+            delay = self._amqp_backoff.failed(time.monotonic())
+            self.log("amqp_error", op="connect", attempt=self._amqp_backoff.failures, retry_in=delay, error=str(exc))
+            return
+        retries = self._amqp_backoff.succeeded()
+        self.log("amqp_connected", url=mask_url(self.config.amqp_url), after_attempts=retries or None)
+        self._need_drain = True
+
+    def _amqp_keepalive(self) -> None:
+        """Let pika answer heartbeats while idle, and notice a connection the broker dropped."""
+        error = self.publisher.keepalive()
+        if error is not None:
+            delay = self._amqp_backoff.failed(time.monotonic())
+            self.log("amqp_error", op="idle", attempt=self._amqp_backoff.failures, retry_in=delay, error=error)
+
+    # --- work -------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Publish batches until the outbox is empty, a batch is short, or something failed.
+
+        Whatever stops it, the next drain waits for a notification, a
+        reconnect or the poll: a failing statement or an unroutable head of
+        the outbox is retried at that pace, never in a tight loop.
+        """
+        self._need_drain = False
+        while self._work is not None and self.publisher.is_open:
+            more = self._outbox.batch(self._work)
+            if not more or self._stopping:
+                return
+
+    # --- waiting ------------------------------------------------------------------
+
+    def _wait(self) -> None:
+        """Sleep until the next tick or poll, a retry is due, a notification arrives, or a signal."""
+        deadline = min(self._timer.next_at, self._next_poll)
+        for backoff, down in ((self._listen_backoff, self._listen is None),
+                              (self._work_backoff, self._work is None),
+                              (self._amqp_backoff, not self.publisher.is_open)):
+            if down:
+                deadline = min(deadline, backoff.next_at)
+        if self._listen is None:
+            self._sleep_until(deadline)
+            return
+        while not self._stopping:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if self.publisher.is_open:
+                self._amqp_keepalive()
+            try:
+                with db.mapped_errors():
+                    for _ in self._listen.notifies(timeout=min(WAIT_SLICE, remaining), stop_after=1):
+                        self._need_drain = True
+            except errors.FlowForgeError as exc:
+                self._pg_lost("listen", exc)
+                return
+            if self._need_drain:
+                return
+
+    def _sleep_until(self, deadline: float) -> None:
+        while not self._stopping:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            time.sleep(min(WAIT_SLICE, remaining))

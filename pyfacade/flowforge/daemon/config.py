@@ -1,0 +1,59 @@
+"""The daemon's settings: flags over environment over defaults, checked once at start."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from .. import db, errors
+
+# Environment variables (flags override them; FLOWFORGE_DSN and FLOWFORGE_AMQP_URL live in config).
+TICK_INTERVAL_ENV = "FLOWFORGE_TICK_INTERVAL"
+BATCH_SIZE_ENV = "FLOWFORGE_BATCH_SIZE"
+POLL_INTERVAL_ENV = "FLOWFORGE_POLL_INTERVAL"
+
+DEFAULT_TICK_INTERVAL = 1.0
+DEFAULT_BATCH_SIZE = 100
+DEFAULT_POLL_INTERVAL = 5.0
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    dsn: str
+    amqp_url: str
+    tick_interval: float = DEFAULT_TICK_INTERVAL
+    batch_size: int = DEFAULT_BATCH_SIZE
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+
+
+def resolve_config(dsn: str, amqp_url: str | None, *, tick_interval: float | None = None,
+                   batch_size: int | None = None, poll_interval: float | None = None,
+                   environ: Mapping[str, str] | None = None) -> DaemonConfig:
+    """Flags (non-None arguments) over environment over defaults; FF003 when a value is out of range."""
+    env = os.environ if environ is None else environ
+    if not amqp_url:
+        raise errors.InvalidArgument("the daemon needs a broker: pass --amqp-url or set FLOWFORGE_AMQP_URL")
+    tick = _setting(tick_interval, env, TICK_INTERVAL_ENV, float, DEFAULT_TICK_INTERVAL)
+    batch = _setting(batch_size, env, BATCH_SIZE_ENV, int, DEFAULT_BATCH_SIZE)
+    poll = _setting(poll_interval, env, POLL_INTERVAL_ENV, float, DEFAULT_POLL_INTERVAL)
+    if not 0.05 <= tick <= 3600:
+        raise errors.InvalidArgument(f"tick interval must be between 0.05 and 3600 seconds, got {tick}")
+    if not 1 <= batch <= 10000:
+        raise errors.InvalidArgument(f"batch size must be between 1 and 10000, got {batch}")
+    if not 0.1 <= poll <= 3600:
+        raise errors.InvalidArgument(f"poll interval must be between 0.1 and 3600 seconds, got {poll}")
+    db.parse_dsn(dsn)
+    return DaemonConfig(dsn=dsn, amqp_url=amqp_url, tick_interval=tick, batch_size=batch, poll_interval=poll)
+
+
+def _setting(flag, env: Mapping[str, str], name: str, kind: Callable, default):
+    if flag is not None:
+        return kind(flag)
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise errors.InvalidArgument(f"{name}={raw!r} is not a valid {kind.__name__}") from None

@@ -1,0 +1,94 @@
+"""Pull queues: a LISTEN thread that wakes the claim loop, and the claim loop itself.
+
+A dedicated connection LISTENs on ``flowforge_ready`` and wakes the claim
+loop; a fallback poll every ``poll_interval`` seconds covers retries whose
+backoff just ended and notifications lost while reconnecting.  The loop
+claims up to its free capacity in one ``claim`` call, and again at once when
+it got all it asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+from typing import Callable
+
+import psycopg
+
+from .. import db, errors
+from ..client import Client
+from .connection import SharedConnection, reconnect_delay
+from .jobs import InFlight, Job
+
+log = logging.getLogger("flowforge.worker")
+
+
+class PullQueues:
+    def __init__(self, dsn: str, queues: list[str], worker_name: str, *, lease: float, concurrency: int,
+                 poll_interval: float, in_flight: InFlight, submit: Callable[[Job], None],
+                 stop: threading.Event, wake: threading.Event):
+        self._dsn = dsn
+        self._queues = queues
+        self._worker_name = worker_name
+        self._lease = lease
+        self._concurrency = concurrency
+        self._poll_interval = poll_interval
+        self._in_flight = in_flight
+        self._submit = submit
+        self._stop = stop      # stop claiming
+        self._wake = wake      # something to claim, or capacity freed
+
+    def listen(self) -> None:
+        """The LISTEN thread: wake the claim loop on every notification, reconnecting until stop."""
+        attempt = 0
+        while not self._stop.is_set():
+            conn = None
+            try:
+                conn = db.connect(self._dsn, autocommit=True)
+                Client(conn).listen_ready()
+                attempt = 0
+                with db.mapped_errors():
+                    self._wake.set()  # anything made ready while we were not listening
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=1.0, stop_after=1):
+                            self._wake.set()
+            except (errors.FlowForgeError, psycopg.Error) as exc:
+                if self._stop.is_set():
+                    break
+                log.warning("listen connection: %s; reconnecting", db.first_line(exc))
+                time.sleep(reconnect_delay(attempt))
+                attempt += 1
+            finally:
+                if conn is not None:
+                    try:
+                        conn.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+
+    def claim_loop(self) -> None:
+        """Claim while there is capacity, until stop (or the database is away while stopping)."""
+        claims = SharedConnection(self._dsn, "claim")
+        lease = timedelta(seconds=self._lease)
+        try:
+            while not self._stop.is_set():
+                self._wake.clear()
+                free = self._concurrency - self._in_flight.count
+                if free > 0:
+                    try:
+                        rows = claims.call(lambda api: api.claim(self._queues, self._worker_name, lease, free),
+                                           give_up=self._stop.is_set)
+                    except errors.DatabaseUnavailable:
+                        break  # stopping while the database is away
+                    except errors.FlowForgeError as exc:
+                        log.error("claim refused: %s", exc)
+                        self._stop.wait(self._poll_interval)
+                        continue
+                    for row in rows:
+                        self._submit(Job.claimed(row))
+                    if len(rows) == free:
+                        continue  # took all we could: there may be more, and capacity to check
+                self._wake.wait(self._poll_interval)
+        finally:
+            claims.close()

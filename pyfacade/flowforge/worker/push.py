@@ -1,0 +1,166 @@
+"""Push queues: consuming tasks that the daemon published to RabbitMQ.
+
+The worker declares a durable queue ``flowforge.<name>`` bound to the queue's
+exchange (creating the exchange as the daemon would), consumes with a
+prefetch of ``concurrency``, takes each delivered task with ``heartbeat``
+(its fencing token came in the message), and acks only after the task's
+write committed.  A stale or redelivered message (FF004 / FF005 / FF001 on
+the first heartbeat) is acked and dropped; a message not started before stop
+is nacked back for another consumer.
+
+pika's ``BlockingConnection`` belongs to the thread that runs ``run``; pool
+threads ack and nack through ``add_callback_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from datetime import timedelta
+from typing import Callable
+
+from .. import errors
+from ..amqp import EXCHANGE_TYPE, describe, mask_url
+from .connection import SharedConnection, reconnect_delay
+from .jobs import NOT_OURS, InFlight, Job
+from .queues import PushBinding
+
+log = logging.getLogger("flowforge.worker")
+
+AMQP_HEARTBEAT = 30  # seconds
+
+
+class PushConsumer:
+    def __init__(self, amqp_url: str, bindings: list[PushBinding], worker_name: str, *, concurrency: int,
+                 lease: float, ops: SharedConnection, in_flight: InFlight, submit: Callable[[Job], None],
+                 stop: threading.Event, abandon: threading.Event):
+        self._amqp_url = amqp_url
+        self._bindings = bindings
+        self._worker_name = worker_name
+        self._concurrency = concurrency
+        self._lease = lease
+        self._ops = ops
+        self._in_flight = in_flight
+        self._submit = submit
+        self._stop = stop          # stop consuming
+        self._abandon = abandon    # grace period over: stop serving acks too
+
+    # --- the consumer thread -------------------------------------------------------
+
+    def run(self) -> None:
+        """Consume until stop, then keep serving acks of in-flight work until the drain is over."""
+        import pika
+        import pika.exceptions
+
+        attempt = 0
+        while not self._abandon.is_set():
+            connection = None
+            try:
+                params = pika.URLParameters(self._amqp_url)
+                params.heartbeat = AMQP_HEARTBEAT
+                params.client_properties = {"connection_name": f"flowforge-worker {self._worker_name}"}
+                connection = pika.BlockingConnection(params)
+                channel = connection.channel()
+                channel.basic_qos(prefetch_count=self._concurrency)
+                for binding in self._bindings:
+                    channel = self._declare(connection, channel, binding, pika)
+                tags = [channel.basic_consume(b.amqp_queue, self._on_message_callback(connection))
+                        for b in self._bindings]
+                attempt = 0
+                log.info("consuming %s from %s", [b.amqp_queue for b in self._bindings], mask_url(self._amqp_url))
+                while not self._stop.is_set():
+                    connection.process_data_events(time_limit=0.5)
+                for tag in tags:
+                    channel.basic_cancel(tag)
+                # Keep serving acks of in-flight push work until the drain is over.
+                while not self._abandon.is_set():
+                    connection.process_data_events(time_limit=0.2)
+                connection.process_data_events(time_limit=0)
+                connection.close()
+                return
+            except (pika.exceptions.AMQPError, OSError) as exc:
+                if self._abandon.is_set():
+                    return
+                log.warning("AMQP consumer: %s; reconnecting", describe(exc))
+                if connection is not None and connection.is_open:
+                    try:
+                        connection.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+                time.sleep(reconnect_delay(attempt))
+                attempt += 1
+
+    @staticmethod
+    def _declare(connection, channel, binding: PushBinding, pika):
+        """A durable queue flowforge.<queue> bound to the exchange (created as the daemon would)."""
+        try:
+            channel.exchange_declare(exchange=binding.exchange, passive=True)
+        except pika.exceptions.ChannelClosedByBroker as exc:
+            if exc.reply_code != 404:
+                raise
+            channel = connection.channel()
+            channel.exchange_declare(exchange=binding.exchange, exchange_type=EXCHANGE_TYPE, durable=True)
+        channel.queue_declare(queue=binding.amqp_queue, durable=True)
+        channel.queue_bind(queue=binding.amqp_queue, exchange=binding.exchange, routing_key=binding.routing_key)
+        return channel
+
+    def _on_message_callback(self, connection):
+        def on_message(channel, method, _properties, body):
+            try:
+                job = Job.delivered(json.loads(body), broker=self)
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error("malformed push message dropped: %s", exc)
+                channel.basic_ack(method.delivery_tag)
+                return
+            job.deliveries.append((connection, channel, method.delivery_tag))
+            self._submit(job)
+        return on_message
+
+    # --- called from pool threads -------------------------------------------------------
+
+    def take(self, job: Job) -> bool:
+        """Before a pushed job runs: the first heartbeat makes it ours (or tells us it is stale)."""
+        if self._stop.is_set():
+            job.deliveries, requeue = [], job.deliveries
+            self._nack(requeue)  # not started: let another consumer have it
+            return False
+        try:
+            lease = timedelta(seconds=self._lease)
+            self._ops.call(lambda api: api.heartbeat(job.task_run_id, job.fencing_token, lease),
+                           give_up=lambda: self._stop.is_set())
+        except NOT_OURS as exc:
+            log.info("stale or redelivered message for task %s (%s), dropped: %s",
+                     job.task_key, job.task_run_id, exc)
+            return False
+        except errors.DatabaseUnavailable:
+            job.deliveries, requeue = [], job.deliveries
+            self._nack(requeue)
+            return False
+        job.last_beat = time.monotonic()
+        return self._in_flight.adopt(job)
+
+    def ack(self, job: Job) -> None:
+        """After a pushed job is done (written, dropped or refused): ack every delivery of it."""
+        for connection, channel, tag in job.deliveries:
+            self._threadsafe(connection, channel, "basic_ack", tag)
+        job.deliveries = []
+
+    def _nack(self, deliveries: list) -> None:
+        for connection, channel, tag in deliveries:
+            self._threadsafe(connection, channel, "basic_nack", tag, requeue=True)
+
+    @staticmethod
+    def _threadsafe(connection, channel, method: str, tag: int, **kwargs) -> None:
+        """Ack/nack from a pool thread: pika runs it on the connection's own thread."""
+        def call():
+            try:
+                if channel.is_open:
+                    getattr(channel, method)(tag, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - a closed channel redelivers; the token makes that safe
+                log.warning("AMQP %s not delivered: %s", method, exc)
+        try:
+            connection.add_callback_threadsafe(call)
+        except Exception as exc:  # noqa: BLE001 - connection already closed: the broker redelivers
+            log.warning("AMQP %s not delivered: %s", method, exc)
