@@ -74,16 +74,13 @@ LIMIT {max_rows}
 REAPER_CANDIDATES_SOURCE = {"now": "v_now", "max_rows": "reap_expired_leases.max_rows"}
 
 OUTBOX_DRAIN = """
-SELECT m.id, m.exchange::text, m.routing_key::text,
-       m.task_run_id::text || ':' || m.fencing_token_snapshot::text, m.payload, m.created_at
-FROM flowforge.outbox_message m
-WHERE m.published_at IS NULL
-  AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= {now})
-ORDER BY m.created_at
+SELECT m.id FROM flowforge.outbox_message m
+WHERE m.published_at IS NULL AND m.next_attempt_at <= {now}
+ORDER BY m.next_attempt_at
 LIMIT {batch}
 FOR UPDATE SKIP LOCKED
 """
-OUTBOX_DRAIN_SOURCE = {"batch": "take_outbox.batch", "now": "flowforge.now()"}
+OUTBOX_DRAIN_SOURCE = {"batch": "take_outbox.batch", "now": "v_now"}
 
 RUN_EVENTS_PER_TASK = """
 SELECT ev.* FROM flowforge.task_run t
@@ -252,7 +249,7 @@ def conn(loaded):
 
 CLAIM = "flowforge.claim(text[],text,interval,integer,text[])"
 REAPER = "flowforge.reap_expired_leases(integer)"
-TAKE_OUTBOX = "flowforge.take_outbox(integer)"
+TAKE_OUTBOX = "flowforge.take_outbox(integer,interval)"
 RUN_EVENTS = "flowforge.run_events(uuid)"
 ORG = f"'{DEFAULT_ORG}'::uuid"
 

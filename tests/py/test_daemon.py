@@ -335,10 +335,11 @@ def test_push_runs_are_delivered_and_completed_by_a_consumer(migrated_dsn, broke
     first = broker.received[0]
     assert first.content_type == "application/json"
     assert first.delivery_mode == 2
-    assert first.routing_key == PUSH_QUEUE
+    # Routed per database and organization, so two databases on one broker never swap messages.
+    assert first.routing_key == f"{first.payload['database']}.default.{PUSH_QUEUE}"
     assert first.message_id == f"{first.payload['task_run_id']}:{first.payload['fencing_token']}"
     assert set(first.payload) == {"task_run_id", "fencing_token", "attempt", "workflow_run_id", "task_key",
-                                  "organization_id", "input"}
+                                  "organization_id", "database", "input"}
     # Dependents of b and c saw their upstream outputs in their input.
     d_inputs = [m.payload["input"] for m in broker.received if m.payload["task_key"] == "d"]
     assert all(set(i["deps"]) == {"b", "c"} for i in d_inputs)

@@ -318,7 +318,7 @@ def test_run_and_task_ids_of_another_tenant_answer_like_random_ids(world: World)
     assert code_of(w.conn("bob"), "SELECT * FROM flowforge.run_events(%s)", (ra,)) == NOT_FOUND
     assert code_of(w.conn("bob"), "SELECT flowforge.complete(%s, %s, '{}')", (tr, tok)) == NOT_FOUND
     after = w.snapshot()
-    after.pop("api_key"), before.pop("api_key")  # last_used_at moved: the gateway authenticated
+    after.pop("api_key_usage"), before.pop("api_key_usage")  # last_used_at moved: the gateway authenticated
     assert after == before
     assert w.task_state(w.ids["tr_a"]) == ("running", w.ids["token_a"])
 
@@ -497,7 +497,7 @@ def test_direct_table_access_is_refused(world: World) -> None:
             except psycopg.Error as exc:
                 assert exc.sqlstate == INSUFFICIENT_PRIVILEGE, label
     after = w.snapshot()
-    after.pop("api_key"), before.pop("api_key")
+    after.pop("api_key_usage"), before.pop("api_key_usage")
     assert after == before
     assert w.one("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'flowforge.task_run_event'::regclass "
                  "AND tgenabled = 'D'") == 0
@@ -552,7 +552,7 @@ def test_a_worker_never_claims_another_tenants_task(world: World) -> None:
         gw.execute("SELECT flowforge.authenticate(%s)", (token_b,))
         assert claim(gw, "default") == []
     after = w.snapshot()
-    after.pop("api_key"), before.pop("api_key")
+    after.pop("api_key_usage"), before.pop("api_key_usage")
     assert after == before
     # bob's own queue works, and hands him his own task only.
     got = claim(w.conn("bob"), "bq")
@@ -677,7 +677,8 @@ def test_gateway_with_a_valid_key_acts_for_its_organization(world: World) -> Non
     w = world
     token = api_key(w)
     prefix = prefix_of(token)
-    assert w.one("SELECT last_used_at FROM flowforge.api_key WHERE prefix = %s", (prefix,)) is None
+    assert w.one("SELECT u.last_used_at FROM flowforge.api_key_usage u JOIN flowforge.api_key k ON k.id = u.api_key_id "
+                 "WHERE k.prefix = %s", (prefix,)) is None
     gw = w.conn("gw")
     with gw.transaction():
         assert gw.execute("SELECT flowforge.authenticate(%s)", (token,)).fetchone()[0] == w.ids["org_a"]
@@ -698,7 +699,8 @@ def test_gateway_with_a_valid_key_acts_for_its_organization(world: World) -> Non
     kinds = [r[0] for r in w.conn("alice").execute("SELECT kind FROM flowforge.run_events(%s)", (run,)).fetchall()]
     assert "run_started" in kinds
     assert w.one("SELECT organization_id FROM flowforge.workflow_run WHERE id = %s", (run,)) == w.ids["org_a"]
-    assert w.one("SELECT last_used_at FROM flowforge.api_key WHERE prefix = %s", (prefix,)) is not None
+    assert w.one("SELECT u.last_used_at FROM flowforge.api_key_usage u JOIN flowforge.api_key k ON k.id = u.api_key_id "
+                 "WHERE k.prefix = %s", (prefix,)) is not None
     assert code_of(w.conn("bob"), "SELECT * FROM flowforge.run_events(%s)", (run,)) == NOT_FOUND
     # After COMMIT the next transaction is unauthenticated again.
     assert code_of(gw, "SELECT flowforge.start_run('wf', '{}')") == UNAUTHENTICATED
@@ -891,7 +893,7 @@ def test_oversized_run_input_is_refused_and_nothing_written(world: World) -> Non
     assert exc.value.sqlstate == TOO_LARGE
     assert w.one("SELECT count(*) FROM flowforge.workflow_run") == runs
     after = w.snapshot()
-    after.pop("api_key"), before.pop("api_key")
+    after.pop("api_key_usage"), before.pop("api_key_usage")
     assert after == before
     # Just under the limit is fine.
     start(alice, "wf", {"blob": "x" * 1000})

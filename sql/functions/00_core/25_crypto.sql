@@ -4,7 +4,9 @@
 -- both use these.
 
 CREATE OR REPLACE FUNCTION flowforge._hmac_sha256(p_key bytea, p_message bytea) RETURNS bytea
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+-- Not STRICT: the planner folds a STRICT call with NULL constants away before
+-- any privilege check, and this helper must stay closed to every runtime role.
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -13,6 +15,9 @@ DECLARE
     v_inner bytea;
     v_outer bytea;
 BEGIN
+    IF p_key IS NULL OR p_message IS NULL THEN
+        RETURN NULL;
+    END IF;
     IF octet_length(v_key) > c_block THEN
         v_key := sha256(v_key);
     END IF;
@@ -27,7 +32,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._hmac_sha256(bytea, bytea) IS
-  'Internal: HMAC-SHA256 of p_message under p_key (RFC 2104), 32 bytes.';
+  'Internal: HMAC-SHA256 of p_message under p_key (RFC 2104), 32 bytes; NULL when either is NULL.';
 
 -- Compare every byte whatever the first difference, so the time taken does
 -- not tell an attacker how much of a forged MAC was right.
