@@ -205,6 +205,27 @@ $$;
 COMMENT ON FUNCTION flowforge._is_read_operator() IS
   'Internal: true for superusers, members of flowforge_owner and members of flowforge_readonly (not a gateway).';
 
+-- Who is acting, as recorded in audit rows and in created_by / updated_by:
+-- the login role, plus the API key's prefix for a gateway call. Never an argument.
+CREATE OR REPLACE FUNCTION flowforge._actor() RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+BEGIN
+    IF flowforge._is_gateway() THEN
+        RETURN session_user::text || coalesce(' via key ' || (SELECT k.prefix FROM flowforge.api_key k
+                                                             WHERE k.id = (SELECT g.api_key_id
+                                                                           FROM flowforge._gateway_identity() g)), '');
+    END IF;
+    RETURN session_user::text;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._actor() IS
+  'Internal: the caller as recorded in audit rows and created_by/updated_by — the login role, "<login> via key '
+  'ffk_<prefix>" for a gateway. Errors: FF008 a gateway without a valid token.';
+SELECT flowforge._rights('flowforge._actor()', 'flowforge_system', '{}');
+
 -- Append to the audit log: field names and ids, never values (seed 002's rule).
 CREATE OR REPLACE FUNCTION flowforge._audit(p_organization_id uuid, p_action text, p_entity text, p_entity_id text,
                                             p_fields text[] DEFAULT '{}')
@@ -215,12 +236,7 @@ SET flowforge.caller_org = ''
 AS $$
 BEGIN
     INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, entity_id, fields, created_at)
-    VALUES (p_organization_id,
-            session_user::text || coalesce(' via key ' || (SELECT k.prefix FROM flowforge.api_key k
-                                                           WHERE flowforge._is_gateway()
-                                                             AND k.id = (SELECT g.api_key_id
-                                                                         FROM flowforge._gateway_identity() g)), ''),
-            p_action, p_entity, p_entity_id, p_fields, flowforge.now());
+    VALUES (p_organization_id, flowforge._actor(), p_action, p_entity, p_entity_id, p_fields, flowforge.now());
 END;
 $$;
 COMMENT ON FUNCTION flowforge._audit(uuid, text, text, text, text[]) IS

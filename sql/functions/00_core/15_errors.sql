@@ -63,3 +63,39 @@ $$;
 COMMENT ON FUNCTION flowforge._refuse_task_write(uuid, bigint, text) IS
   'Internal: raises FF001 (no such task run in this organization), FF004 (stale fencing token or timed out) or '
   'FF005 (token current but the task is not running). Never returns.';
+
+-- Explain why a write naming (work_item_id, fencing_token) matched nothing:
+-- the work-item twin of _refuse_task_write. Always raises.
+CREATE OR REPLACE FUNCTION flowforge._refuse_item_write(p_work_item_id uuid, p_fencing_token bigint, p_operation text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_row record;
+BEGIN
+    SELECT w.status, w.fencing_token, w.timeout INTO v_row
+    FROM flowforge.work_item w
+    WHERE w.id = p_work_item_id AND w.organization_id = flowforge.current_organization();
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'work item % not found', p_work_item_id
+            USING ERRCODE = 'FF001', HINT = 'Check the id; a work item of another organization is not found either.';
+    END IF;
+    IF v_row.fencing_token <> p_fencing_token THEN
+        RAISE EXCEPTION '% refused: fencing token % of work item % is stale (the item is % under token %)',
+            p_operation, p_fencing_token, p_work_item_id, v_row.status, v_row.fencing_token
+            USING ERRCODE = 'FF004',
+                  HINT = 'Your lease was lost (reaped, re-claimed or the run was cancelled): drop the result, do not retry the write.';
+    END IF;
+    IF v_row.status = 'dispatched' THEN
+        RAISE EXCEPTION '% refused: work item % exceeded its timeout of %', p_operation, p_work_item_id, v_row.timeout
+            USING ERRCODE = 'FF004', HINT = 'The item ran past its timeout and will be reaped: drop the result.';
+    END IF;
+    RAISE EXCEPTION '% refused: work item % is %, not dispatched', p_operation, p_work_item_id, v_row.status
+        USING ERRCODE = 'FF005',
+              HINT = 'Only a dispatched item can be heartbeaten, completed or failed; this write was already made or the item was retried.';
+END;
+$$;
+COMMENT ON FUNCTION flowforge._refuse_item_write(uuid, bigint, text) IS
+  'Internal: raises FF001 (no such work item in this organization), FF004 (stale fencing token or timed out) or '
+  'FF005 (token current but the item is not dispatched). Never returns.';

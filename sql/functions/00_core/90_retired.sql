@@ -18,6 +18,12 @@ DROP FUNCTION IF EXISTS flowforge.claim(text[], text, interval, integer);
 -- take_outbox(batch), whose rows were locked until the caller's transaction ended -> take_outbox(batch, lease)
 -- (a short committed lease: no transaction open across broker I/O; issue 12).
 DROP FUNCTION IF EXISTS flowforge.take_outbox(integer);
+-- _append_events without work items -> _append_events(..., p_work_item_ids) (the work-item queue; issue 13).
+DROP FUNCTION IF EXISTS flowforge._append_events(uuid, uuid, text, uuid[], text[], text[], bigint[], integer[], jsonb[], timestamptz);
+-- tick() -> tick(engine_id) (duties shared among daemons; issue 13).
+DROP FUNCTION IF EXISTS flowforge.tick();
+-- _dispatch_due(limit, now) -> _dispatch_due(limit, now, orgs) (a daemon dispatches for the organizations it serves).
+DROP FUNCTION IF EXISTS flowforge._dispatch_due(integer, timestamptz);
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the
@@ -30,7 +36,15 @@ BEGIN
         SELECT * FROM (VALUES
             -- queue_settings gained amqp_queue (the consumer's queue name) for per-database routing (issue 11).
             ('flowforge.queue_settings(text[])',
-             'TABLE(name text, exchange text, routing_key text, dispatch_lease interval, amqp_queue text)')
+             'TABLE(name text, exchange text, routing_key text, dispatch_lease interval, amqp_queue text)'),
+            -- run_events gained work_item_id, list_runs gained kind (every engine's runs; issue 13).
+            ('flowforge.run_events(uuid)',
+             'TABLE(seq bigint, created_at timestamp with time zone, task_run_id uuid, task_key text, kind text, '
+             'from_state text, to_state text, attempt integer, fencing_token bigint, detail jsonb, work_item_id uuid)'),
+            ('flowforge.list_runs(text,text,integer)',
+             'TABLE(id uuid, workflow_name text, version integer, state text, tasks_total integer, tasks_remaining '
+             'integer, tasks_failed integer, created_at timestamp with time zone, started_at timestamp with time zone, '
+             'finished_at timestamp with time zone, kind text)')
         ) AS r(signature, result)
     LOOP
         IF to_regprocedure(v_fn.signature) IS NOT NULL

@@ -55,6 +55,118 @@ $$;
 COMMENT ON FUNCTION flowforge._spec_integer(jsonb, text, integer, integer) IS
   'Internal: parses a spec integer within [min, max]; raises FF002 naming the field otherwise.';
 
+-- The properties every unit of work has, whatever engine runs it (a DAG task,
+-- a graph node, a machine's action): where it runs, how often it is tried, how
+-- long it may take, who may take it. Normalized with every default filled in
+-- and durations canonical, so equal content hashes equal. Fields added after
+-- the first release (worker_params, affinity, affinity_policy) appear only
+-- when given, so a spec defined before them keeps its content hash.
+CREATE OR REPLACE FUNCTION flowforge._spec_unit(p_unit jsonb, p_label text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+SET intervalstyle = 'postgres'
+AS $$
+DECLARE
+    c_queue_pattern constant text := '^[A-Za-z][A-Za-z0-9_.-]{0,62}$';
+    v_backoff interval;
+    v_max_backoff interval;
+    v_timeout interval;
+    v_factor numeric := 2;
+    v_out jsonb;
+BEGIN
+    IF p_unit ? 'queue' AND (jsonb_typeof(p_unit -> 'queue') <> 'string' OR (p_unit ->> 'queue') !~ c_queue_pattern) THEN
+        PERFORM flowforge._invalid_definition(format(
+            '%s: queue must be 1-63 letters, digits, "_", "." or "-" starting with a letter, got %s', p_label, p_unit -> 'queue'));
+    END IF;
+    v_backoff := flowforge._spec_interval(coalesce(p_unit -> 'backoff', '"1 second"'), format('%s: backoff', p_label));
+    v_max_backoff := flowforge._spec_interval(coalesce(p_unit -> 'max_backoff', '"10 minutes"'), format('%s: max_backoff', p_label));
+    -- Bounded, so no arithmetic on them can overflow a timestamp (a backoff of
+    -- "1000000 years" once made every reaper call fail, for every organization).
+    IF v_backoff > interval '1 day' THEN
+        PERFORM flowforge._invalid_definition(format('%s: backoff must be at most 1 day, got %s', p_label, v_backoff));
+    END IF;
+    IF v_max_backoff > interval '7 days' THEN
+        PERFORM flowforge._invalid_definition(format('%s: max_backoff must be at most 7 days, got %s', p_label, v_max_backoff));
+    END IF;
+    IF v_max_backoff < v_backoff THEN
+        PERFORM flowforge._invalid_definition(format('%s: max_backoff (%s) is shorter than backoff (%s)', p_label, v_max_backoff, v_backoff));
+    END IF;
+    IF p_unit ? 'backoff_factor' THEN
+        IF jsonb_typeof(p_unit -> 'backoff_factor') <> 'number'
+           OR (p_unit ->> 'backoff_factor')::numeric < 1 OR (p_unit ->> 'backoff_factor')::numeric > 100 THEN
+            PERFORM flowforge._invalid_definition(format('%s: backoff_factor must be a number from 1 to 100, got %s', p_label, p_unit -> 'backoff_factor'));
+        END IF;
+        -- 2.0 and 2 are the same factor: drop trailing zeros so they hash alike.
+        v_factor := trim_scale((p_unit ->> 'backoff_factor')::numeric);
+    END IF;
+    IF p_unit ? 'description' AND jsonb_typeof(p_unit -> 'description') <> 'string' THEN
+        PERFORM flowforge._invalid_definition(format('%s: description must be a string', p_label));
+    END IF;
+    v_out := jsonb_build_object(
+        'queue', coalesce(p_unit ->> 'queue', 'default'),
+        'priority', flowforge._spec_integer(coalesce(p_unit -> 'priority', '0'), format('%s: priority', p_label), -1000000, 1000000),
+        'max_attempts', flowforge._spec_integer(coalesce(p_unit -> 'max_attempts', '3'), format('%s: max_attempts', p_label), 1, 1000),
+        'backoff', v_backoff::text,
+        'backoff_factor', v_factor,
+        'max_backoff', v_max_backoff::text,
+        'timeout', NULL);
+    IF p_unit ? 'timeout' AND p_unit -> 'timeout' <> 'null' THEN
+        v_timeout := flowforge._spec_interval(p_unit -> 'timeout', format('%s: timeout', p_label));
+        IF v_timeout = interval '0' THEN
+            PERFORM flowforge._invalid_definition(format('%s: timeout must be longer than zero', p_label));
+        END IF;
+        IF v_timeout > interval '30 days' THEN
+            PERFORM flowforge._invalid_definition(format('%s: timeout must be at most 30 days, got %s', p_label, p_unit -> 'timeout'));
+        END IF;
+        v_out := v_out || jsonb_build_object('timeout', v_timeout::text);
+    END IF;
+    IF p_unit ? 'description' THEN
+        v_out := v_out || jsonb_build_object('description', p_unit -> 'description');
+    END IF;
+    -- Selector hints: the agent's labels must contain them.
+    IF p_unit ? 'worker_params' THEN
+        IF jsonb_typeof(p_unit -> 'worker_params') <> 'object' THEN
+            PERFORM flowforge._invalid_definition(format('%s: worker_params must be an object of labels, such as {"gpu": true}', p_label));
+        END IF;
+        v_out := v_out || jsonb_build_object('worker_params', p_unit -> 'worker_params');
+    END IF;
+    IF p_unit ? 'affinity' THEN
+        IF jsonb_typeof(p_unit -> 'affinity') <> 'string'
+           OR NOT (p_unit ->> 'affinity' IN ('run', 'definition') OR flowforge._is_jsonpath(p_unit ->> 'affinity')) THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s: affinity must be "run", "definition" or a jsonpath into the input, got %s', p_label, p_unit -> 'affinity'));
+        END IF;
+        v_out := v_out || jsonb_build_object('affinity', p_unit -> 'affinity',
+                                             'affinity_policy', coalesce(p_unit ->> 'affinity_policy', 'soft'));
+    END IF;
+    IF p_unit ? 'affinity_policy' THEN
+        IF NOT p_unit ? 'affinity' OR p_unit ->> 'affinity_policy' NOT IN ('soft', 'hard')
+           OR jsonb_typeof(p_unit -> 'affinity_policy') <> 'string' THEN
+            PERFORM flowforge._invalid_definition(format('%s: affinity_policy must be "soft" or "hard", with an affinity', p_label));
+        END IF;
+    END IF;
+    RETURN v_out;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._spec_unit(jsonb, text) IS
+  'Internal: validates and normalizes the properties every unit of work has (queue, priority, max_attempts, '
+  'backoff, backoff_factor, max_backoff, timeout, description, worker_params, affinity, affinity_policy); FF002 '
+  'naming p_label and the field otherwise.';
+
+-- Is this text a jsonpath PostgreSQL can parse?
+CREATE OR REPLACE FUNCTION flowforge._is_jsonpath(p_text text) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM p_text::jsonpath;
+    RETURN true;
+EXCEPTION WHEN syntax_error OR invalid_text_representation OR invalid_parameter_value THEN
+    RETURN false;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._is_jsonpath(text) IS 'Internal: true when p_text parses as a jsonpath.';
+
 CREATE OR REPLACE FUNCTION flowforge.define_workflow(spec jsonb) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp

@@ -136,7 +136,7 @@ CREATE OR REPLACE FUNCTION flowforge._run_organization(p_run_id uuid) RETURNS uu
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
-AS $$ SELECT r.organization_id FROM flowforge.workflow_run r WHERE r.id = p_run_id $$;
+AS $$ SELECT e.organization_id FROM flowforge.engine_run e WHERE e.run_id = p_run_id $$;
 COMMENT ON FUNCTION flowforge._run_organization(uuid) IS
   'Internal: the organization of run p_run_id across organizations, NULL when there is none.';
 SELECT flowforge._rights('flowforge._run_organization(uuid)', 'flowforge_system', '{}');
@@ -152,10 +152,10 @@ DECLARE
     v_hex constant text := replace(lower(p_prefix), '-', '');
     v_ids uuid[];
 BEGIN
-    SELECT array_agg(r.id) INTO v_ids FROM (
-        SELECT r.id FROM flowforge.workflow_run r
-        WHERE r.id BETWEEN rpad(v_hex, 32, '0')::uuid AND rpad(v_hex, 32, 'f')::uuid
-          AND (p_org IS NULL OR r.organization_id = p_org)
+    SELECT array_agg(r.run_id) INTO v_ids FROM (
+        SELECT e.run_id FROM flowforge.engine_run e
+        WHERE e.run_id BETWEEN rpad(v_hex, 32, '0')::uuid AND rpad(v_hex, 32, 'f')::uuid
+          AND (p_org IS NULL OR e.organization_id = p_org)
         LIMIT 2) r;
     RETURN v_ids;
 END;

@@ -71,7 +71,9 @@ AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
+    v_agent record;
     v_ids uuid[];
+    v_pinned record;
 BEGIN
     IF claim.queues IS NULL OR cardinality(claim.queues) = 0 OR array_position(claim.queues, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'claim needs at least one queue name and no NULLs'
@@ -91,9 +93,17 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'Pass the task names this worker has handlers for.';
     END IF;
     PERFORM flowforge._check_lease(claim.lease);
+    -- A worker that registered as an agent is given nothing while draining or inactive.
+    v_agent := flowforge._claiming_agent(v_org, claim.worker, v_now);
+    IF v_agent.status <> 'active' THEN
+        RETURN;
+    END IF;
 
     -- Pick first, into an array, so the LIMIT runs exactly once (a LIMIT inside
     -- an IN-subquery of the UPDATE may be re-executed and take more rows).
+    -- Lower priority first, then longest ready. Selectors (worker_params) must
+    -- be contained in the agent's labels; work pinned to another agent that
+    -- keeps it is not even considered.
     IF claim.task_names IS NOT NULL THEN
         -- Only what the caller can run: one ordered scan of idx_taskrun_ready_by_name per
         -- (queue, name), then the best of them. Tasks nobody handles stay ready.
@@ -105,10 +115,14 @@ BEGIN
                 SELECT tr.id, tr.priority, tr.ready_at FROM flowforge.task_run tr
                 WHERE tr.organization_id = v_org AND tr.state = 'ready' AND tr.queue = q.name
                   AND tr.task_key = k.name AND tr.ready_at <= v_now
-                ORDER BY tr.priority DESC, tr.ready_at
+                  AND (tr.worker_params IS NULL OR v_agent.labels @> tr.worker_params)
+                  AND (tr.affinity_key IS NULL
+                       OR (v_agent.registered AND NOT flowforge._pinned_elsewhere(v_org, tr.affinity_key,
+                                                                                   tr.affinity_policy, claim.worker, v_now)))
+                ORDER BY tr.priority, tr.ready_at
                 LIMIT claim.batch
                 FOR UPDATE SKIP LOCKED) c
-            ORDER BY c.priority DESC, c.ready_at
+            ORDER BY c.priority, c.ready_at
             LIMIT claim.batch) p;
     ELSIF cardinality(claim.queues) = 1 THEN
         -- Equality on queue lets idx_taskrun_state_age return rows in claim order.
@@ -116,7 +130,11 @@ BEGIN
             SELECT tr.id FROM flowforge.task_run tr
             WHERE tr.organization_id = v_org AND tr.state = 'ready' AND tr.queue = claim.queues[1]
               AND tr.ready_at <= v_now
-            ORDER BY tr.priority DESC, tr.ready_at
+              AND (tr.worker_params IS NULL OR v_agent.labels @> tr.worker_params)
+              AND (tr.affinity_key IS NULL
+                   OR (v_agent.registered AND NOT flowforge._pinned_elsewhere(v_org, tr.affinity_key,
+                                                                               tr.affinity_policy, claim.worker, v_now)))
+            ORDER BY tr.priority, tr.ready_at
             LIMIT claim.batch
             FOR UPDATE SKIP LOCKED) p;
     ELSE
@@ -128,12 +146,28 @@ BEGIN
                 SELECT tr.id, tr.priority, tr.ready_at FROM flowforge.task_run tr
                 WHERE tr.organization_id = v_org AND tr.state = 'ready' AND tr.queue = q.name
                   AND tr.ready_at <= v_now
-                ORDER BY tr.priority DESC, tr.ready_at
+                  AND (tr.worker_params IS NULL OR v_agent.labels @> tr.worker_params)
+                  AND (tr.affinity_key IS NULL
+                       OR (v_agent.registered AND NOT flowforge._pinned_elsewhere(v_org, tr.affinity_key,
+                                                                                   tr.affinity_policy, claim.worker, v_now)))
+                ORDER BY tr.priority, tr.ready_at
                 LIMIT claim.batch
                 FOR UPDATE SKIP LOCKED) c
-            ORDER BY c.priority DESC, c.ready_at
+            ORDER BY c.priority, c.ready_at
             LIMIT claim.batch) p;
     END IF;
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+    -- Pin what is unpinned (one insert wins a race; the loser skips the task).
+    FOR v_pinned IN
+        SELECT tr.id, tr.affinity_key, tr.affinity_policy FROM flowforge.task_run tr
+        WHERE tr.id = ANY (v_ids) AND tr.affinity_key IS NOT NULL
+    LOOP
+        IF NOT flowforge._affinity_take(v_org, v_pinned.affinity_key, v_pinned.affinity_policy, claim.worker, v_now) THEN
+            v_ids := array_remove(v_ids, v_pinned.id);
+        END IF;
+    END LOOP;
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
@@ -175,10 +209,12 @@ $$;
 COMMENT ON FUNCTION flowforge.claim(text[], text, interval, integer, text[]) IS
   'claim(queues text[], worker text, lease interval default ''30 seconds'', batch int default 1, task_names text[] '
   'default null) -> setof (task_run_id, workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at). '
-  'Takes up to batch ready tasks of the given queues in the caller''s organization whose ready_at has come — highest '
-  'priority first, then longest ready — with FOR UPDATE SKIP LOCKED, so concurrent workers never take the same task. '
+  'Takes up to batch ready tasks of the given queues in the caller''s organization whose ready_at has come — lowest '
+  'priority number first, then longest ready — with FOR UPDATE SKIP LOCKED, so concurrent workers never take the same task. '
   'With task_names, only tasks of those names (the handlers the caller has): a task nobody handles stays ready and '
-  'visible. Each becomes running with a new fencing token and a lease (capped by the task''s timeout); event '
+  'visible. A worker registered as an agent (worker = its name) gets nothing while draining or inactive, only tasks '
+  'whose worker_params its labels contain, and only tasks whose affinity key is unpinned (it pins it), pinned to it, '
+  'or (soft) pinned to an agent that went away. Each becomes running with a new fencing token and a lease (capped by the task''s timeout); event '
   '"claimed". input is {"run": <run input>, "deps": {<dependency key>: <its output>}}. Returns no rows when nothing '
   'is ready. Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.claim(text[],text,interval,integer,text[])', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');

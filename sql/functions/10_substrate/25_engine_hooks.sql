@@ -12,10 +12,11 @@
 -- A CASE with no ELSE raises case_not_found (SQLSTATE 20000) for a kind no
 -- branch names: a FlowForge bug, and it must be loud.
 --
--- Arguments: the engine kind, the run, the unit of work (a task_run id), the
--- definition node it instantiates (a DAG task id), and the transaction time.
--- They are called with the run row already locked (lock order: the run, then
--- its units).
+-- Arguments: the engine kind, the run, the unit of work (a task_run id for a
+-- DAG task, a work_item id otherwise), the definition node it instantiates (a
+-- task row), and the transaction time. They are called with the run already
+-- locked (lock order: the run — workflow_run for a DAG, the directory row for
+-- the work-item engines — then its units).
 
 CREATE OR REPLACE FUNCTION flowforge._on_task_succeeded(p_engine text, p_run_id uuid, p_unit_id uuid, p_node_id uuid,
                                                         p_now timestamptz)
@@ -25,6 +26,7 @@ AS $$
 BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_task_succeeded(p_run_id, p_node_id, p_now);
+        WHEN 'graph' THEN PERFORM flowforge._graph_item_succeeded(p_run_id, p_unit_id, p_now);
     END CASE;
 END;
 $$;
@@ -40,6 +42,7 @@ AS $$
 BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_task_failed_for_good(p_run_id, p_node_id, p_now);
+        WHEN 'graph' THEN PERFORM flowforge._graph_item_failed(p_run_id, p_unit_id, p_now);
     END CASE;
 END;
 $$;
@@ -55,6 +58,8 @@ AS $$
 BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._tasks_ready(p_run_id, p_now);
+        -- A retried item is picked up when its backoff ends (workers poll; tick wakes nobody for it).
+        WHEN 'graph' THEN PERFORM flowforge._notify_ready();
     END CASE;
 END;
 $$;
@@ -74,6 +79,8 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_start_run(p_org, p_run_id, p_workflow_id, p_spec, p_input,
                                                          p_idempotency_key, p_now);
+        WHEN 'graph' THEN PERFORM flowforge._graph_start_run(p_org, p_run_id, p_workflow_id, p_spec, p_input,
+                                                             p_idempotency_key, p_now);
     END CASE;
 END;
 $$;
@@ -89,6 +96,7 @@ AS $$
 BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_cancel_run(p_org, p_run_id, p_reason, p_now);
+        WHEN 'graph' THEN PERFORM flowforge._graph_cancel_run(p_org, p_run_id, p_reason, p_now);
     END CASE;
 END;
 $$;
@@ -103,6 +111,7 @@ AS $$
 BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_retry_run(p_org, p_run_id, p_now);
+        WHEN 'graph' THEN PERFORM flowforge._graph_retry_run(p_org, p_run_id, p_now);
     END CASE;
 END;
 $$;
@@ -122,7 +131,8 @@ BEGIN
     END IF;
     CASE coalesce(p_spec ->> 'kind', 'dag')
         WHEN 'dag' THEN RETURN flowforge._normalize_dag_spec(p_spec);
-        ELSE PERFORM flowforge._invalid_definition(format('kind %s is not supported (supported: "dag")', p_spec -> 'kind'));
+        WHEN 'graph' THEN RETURN flowforge._normalize_graph_spec(p_spec);
+        ELSE PERFORM flowforge._invalid_definition(format('kind %s is not supported (supported: "dag", "graph")', p_spec -> 'kind'));
     END CASE;
     RETURN NULL;  -- unreachable: every branch returns or raises
 END;
@@ -139,6 +149,7 @@ AS $$
 BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_define_tasks(p_org, p_workflow_id, p_spec, p_now);
+        WHEN 'graph' THEN PERFORM flowforge._graph_define(p_org, p_workflow_id, p_spec, p_now);
     END CASE;
 END;
 $$;
@@ -146,19 +157,35 @@ COMMENT ON FUNCTION flowforge._materialize_definition(text, uuid, uuid, jsonb, t
   'Internal hook: write the rows a new definition version of kind p_engine needs beside its workflow row (dag: its '
   'tasks and dependency edges).';
 
--- Which engine owns a run of the caller's organization. Today every run is a
--- DAG's (workflow_run); the run directory will answer this for every kind.
+-- Which engine owns a run of the caller's organization: the run directory says.
 CREATE OR REPLACE FUNCTION flowforge._run_engine(p_run_id uuid, p_org uuid) RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
+DECLARE
+    v_engine text;
 BEGIN
-    IF EXISTS (SELECT 1 FROM flowforge.workflow_run r WHERE r.id = p_run_id AND r.organization_id = p_org) THEN
-        RETURN 'dag';
+    SELECT e.engine_kind INTO v_engine FROM flowforge.engine_run e
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id;
+    IF v_engine IS NULL THEN
+        PERFORM flowforge._run_not_found(p_run_id::text);
     END IF;
-    PERFORM flowforge._run_not_found(p_run_id::text);
-    RETURN NULL;  -- unreachable: _run_not_found raises
+    RETURN v_engine;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._run_engine(uuid, uuid) IS
-  'Internal: the engine kind of run p_run_id of organization p_org. Errors: FF001 no such run (or another '
-  'organization''s).';
+  'Internal: the engine kind of run p_run_id of organization p_org, from the run directory. Errors: FF001 no such run '
+  '(or another organization''s).';
+
+-- Reads: the engine that owns a run describes it.
+CREATE OR REPLACE FUNCTION flowforge._run_detail(p_engine text, p_org uuid, p_run_id uuid) RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    CASE p_engine
+        WHEN 'dag' THEN RETURN flowforge._dag_run_detail(p_org, p_run_id);
+        WHEN 'graph' THEN RETURN flowforge._graph_run_detail(p_org, p_run_id);
+    END CASE;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._run_detail(text, uuid, uuid) IS
+  'Internal hook: get_run''s engine-specific view of run p_run_id.';

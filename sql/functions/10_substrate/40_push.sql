@@ -105,7 +105,8 @@ COMMENT ON FUNCTION flowforge._dispatch_run(uuid, timestamptz) IS
   'Internal: dispatches the ready, due task runs of one run that belong to push queues; returns outbox rows written.';
 
 -- Ready, due push tasks of every organization (tick, a queue turned push).
-CREATE OR REPLACE FUNCTION flowforge._dispatch_due(p_limit integer, p_now timestamptz) RETURNS integer
+CREATE OR REPLACE FUNCTION flowforge._dispatch_due(p_limit integer, p_now timestamptz, p_orgs uuid[] DEFAULT NULL)
+RETURNS integer
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -119,10 +120,10 @@ BEGIN
             SELECT tr.id FROM flowforge.task_run tr
             WHERE tr.organization_id = q.organization_id AND tr.queue = q.name
               AND tr.state = 'ready' AND tr.ready_at <= p_now
-            ORDER BY tr.priority DESC, tr.ready_at
+            ORDER BY tr.priority, tr.ready_at
             LIMIT p_limit
             FOR UPDATE SKIP LOCKED) due
-        WHERE q.exchange IS NOT NULL
+        WHERE q.exchange IS NOT NULL AND (p_orgs IS NULL OR q.organization_id = ANY (p_orgs))
         LIMIT p_limit) c;
     IF v_ids IS NULL THEN
         RETURN 0;
@@ -130,9 +131,9 @@ BEGIN
     RETURN flowforge._dispatch_rows(v_ids, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._dispatch_due(integer, timestamptz) IS
-  'Internal: dispatches up to p_limit ready, due task runs of push queues across organizations (retries whose backoff '
-  'has passed, backlogs of a queue just made push); returns outbox rows written.';
+COMMENT ON FUNCTION flowforge._dispatch_due(integer, timestamptz, uuid[]) IS
+  'Internal: dispatches up to p_limit ready, due task runs of push queues of the given organizations (all when NULL) '
+  '— retries whose backoff has passed, backlogs of a queue just made push; returns outbox rows written.';
 
 CREATE OR REPLACE FUNCTION flowforge.configure_queue(name text, exchange text DEFAULT NULL, routing_key text DEFAULT NULL,
                                                      dispatch_lease interval DEFAULT '5 minutes')
@@ -169,7 +170,7 @@ BEGIN
     SET exchange = EXCLUDED.exchange, routing_key = EXCLUDED.routing_key,
         dispatch_lease = EXCLUDED.dispatch_lease, updated_at = EXCLUDED.updated_at;
     IF configure_queue.exchange IS NOT NULL THEN
-        PERFORM flowforge._dispatch_due(1000, v_now);
+        PERFORM flowforge._dispatch_due(1000, v_now, ARRAY[v_org]);
     END IF;
 END;
 $$;

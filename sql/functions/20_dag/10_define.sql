@@ -60,9 +60,6 @@ DECLARE
     v_out jsonb;
     v_deps jsonb := '{}';
     v_keys text[] := '{}';
-    v_backoff interval;
-    v_max_backoff interval;
-    v_factor numeric;
     v_dependents jsonb;
     v_indegree integer[];
     v_queue integer[];
@@ -109,7 +106,8 @@ BEGIN
         v_key := v_task ->> 'key';
         FOR v_field IN SELECT jsonb_object_keys(v_task) LOOP
             IF v_field NOT IN ('key', 'depends_on', 'queue', 'priority', 'max_attempts', 'backoff',
-                               'backoff_factor', 'max_backoff', 'timeout', 'description') THEN
+                               'backoff_factor', 'max_backoff', 'timeout', 'description', 'worker_params',
+                               'affinity', 'affinity_policy') THEN
                 PERFORM flowforge._invalid_definition(format('task "%s": unknown field "%s"', v_key, v_field));
             END IF;
         END LOOP;
@@ -130,60 +128,8 @@ BEGIN
             PERFORM flowforge._invalid_definition(format('task "%s": depends_on names a task twice', v_key));
         END IF;
 
-        IF v_task ? 'queue' AND (jsonb_typeof(v_task -> 'queue') <> 'string' OR (v_task ->> 'queue') !~ c_queue_pattern) THEN
-            PERFORM flowforge._invalid_definition(format(
-                'task "%s": queue must be 1-63 letters, digits, "_", "." or "-" starting with a letter, got %s', v_key, v_task -> 'queue'));
-        END IF;
-        v_backoff := flowforge._spec_interval(coalesce(v_task -> 'backoff', '"1 second"'), format('task "%s": backoff', v_key));
-        v_max_backoff := flowforge._spec_interval(coalesce(v_task -> 'max_backoff', '"10 minutes"'), format('task "%s": max_backoff', v_key));
-        -- Bounded, so no arithmetic on them can overflow a timestamp (a backoff of
-        -- "1000000 years" once made every reaper call fail, for every organization).
-        IF v_backoff > interval '1 day' THEN
-            PERFORM flowforge._invalid_definition(format('task "%s": backoff must be at most 1 day, got %s', v_key, v_backoff));
-        END IF;
-        IF v_max_backoff > interval '7 days' THEN
-            PERFORM flowforge._invalid_definition(format('task "%s": max_backoff must be at most 7 days, got %s', v_key, v_max_backoff));
-        END IF;
-        IF v_max_backoff < v_backoff THEN
-            PERFORM flowforge._invalid_definition(format('task "%s": max_backoff (%s) is shorter than backoff (%s)', v_key, v_max_backoff, v_backoff));
-        END IF;
-        IF v_task ? 'backoff_factor' THEN
-            IF jsonb_typeof(v_task -> 'backoff_factor') <> 'number'
-               OR (v_task ->> 'backoff_factor')::numeric < 1 OR (v_task ->> 'backoff_factor')::numeric > 100 THEN
-                PERFORM flowforge._invalid_definition(format('task "%s": backoff_factor must be a number from 1 to 100, got %s', v_key, v_task -> 'backoff_factor'));
-            END IF;
-            -- 2.0 and 2 are the same factor: drop trailing zeros so they hash alike.
-            v_factor := trim_scale((v_task ->> 'backoff_factor')::numeric);
-        ELSE
-            v_factor := 2;
-        END IF;
-        IF v_task ? 'description' AND jsonb_typeof(v_task -> 'description') <> 'string' THEN
-            PERFORM flowforge._invalid_definition(format('task "%s": description must be a string', v_key));
-        END IF;
-
-        v_out := jsonb_build_object(
-            'key', v_key,
-            'depends_on', coalesce(v_task -> 'depends_on', '[]'),
-            'queue', coalesce(v_task ->> 'queue', 'default'),
-            'priority', flowforge._spec_integer(coalesce(v_task -> 'priority', '0'), format('task "%s": priority', v_key), -1000000, 1000000),
-            'max_attempts', flowforge._spec_integer(coalesce(v_task -> 'max_attempts', '3'), format('task "%s": max_attempts', v_key), 1, 1000),
-            'backoff', v_backoff::text,
-            'backoff_factor', v_factor,
-            'max_backoff', v_max_backoff::text,
-            'timeout', NULL);
-        IF v_task ? 'timeout' AND v_task -> 'timeout' <> 'null' THEN
-            IF flowforge._spec_interval(v_task -> 'timeout', format('task "%s": timeout', v_key)) = interval '0' THEN
-                PERFORM flowforge._invalid_definition(format('task "%s": timeout must be longer than zero', v_key));
-            END IF;
-            IF flowforge._spec_interval(v_task -> 'timeout', format('task "%s": timeout', v_key)) > interval '30 days' THEN
-                PERFORM flowforge._invalid_definition(format('task "%s": timeout must be at most 30 days, got %s',
-                                                             v_key, v_task -> 'timeout'));
-            END IF;
-            v_out := v_out || jsonb_build_object('timeout', ((v_task ->> 'timeout')::interval)::text);
-        END IF;
-        IF v_task ? 'description' THEN
-            v_out := v_out || jsonb_build_object('description', v_task -> 'description');
-        END IF;
+        v_out := jsonb_build_object('key', v_key, 'depends_on', coalesce(v_task -> 'depends_on', '[]'))
+                 || flowforge._spec_unit(v_task, format('task "%s"', v_key));
         v_tasks := v_tasks || v_out;
         v_deps := v_deps || jsonb_build_object(v_key, v_out -> 'depends_on');
     END LOOP;
@@ -241,10 +187,12 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     INSERT INTO flowforge.task (organization_id, workflow_id, key, queue, priority, max_attempts, backoff,
-                                backoff_factor, max_backoff, timeout, dependency_count, created_at)
+                                backoff_factor, max_backoff, timeout, dependency_count, worker_params, affinity,
+                                affinity_policy, created_at)
     SELECT p_org, p_workflow_id, t ->> 'key', t ->> 'queue', (t ->> 'priority')::integer, (t ->> 'max_attempts')::integer,
            (t ->> 'backoff')::interval, (t ->> 'backoff_factor')::numeric, (t ->> 'max_backoff')::interval,
-           (t ->> 'timeout')::interval, jsonb_array_length(t -> 'depends_on'), p_now
+           (t ->> 'timeout')::interval, jsonb_array_length(t -> 'depends_on'), t -> 'worker_params', t ->> 'affinity',
+           coalesce(t ->> 'affinity_policy', 'soft'), p_now
     FROM jsonb_array_elements(p_spec -> 'tasks') AS t;
 
     INSERT INTO flowforge.task_dependency (organization_id, workflow_id, task_id, depends_on_task_id)

@@ -166,6 +166,7 @@ BEGIN
         PERFORM flowforge._append_events(v_run.organization_id, p_run_id, 'run_' || v_run.state, ARRAY[NULL::uuid],
             ARRAY['running'], ARRAY[v_run.state::text], ARRAY[NULL::bigint], ARRAY[NULL::integer],
             ARRAY[jsonb_build_object('tasks_failed', v_run.tasks_failed)], p_now);
+        PERFORM flowforge._record_run_ended(v_run.organization_id, p_run_id, p_now);
     END IF;
     RETURN v_run.state;
 END;

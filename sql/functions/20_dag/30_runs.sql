@@ -19,19 +19,24 @@ BEGIN
                                         tasks_total, tasks_remaining, created_at, started_at)
     VALUES (p_run_id, p_org, p_workflow_id, 'running', p_input, p_idempotency_key,
             jsonb_array_length(p_spec -> 'tasks'), jsonb_array_length(p_spec -> 'tasks'), p_now, p_now);
+    PERFORM flowforge._record_run(p_org, p_run_id, 'dag', p_workflow_id, p_now);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_started', ARRAY[NULL::uuid], ARRAY[NULL::text],
         ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
         ARRAY[jsonb_build_object('workflow_id', p_workflow_id, 'actor', session_user::text)], p_now);
 
+    -- A task's affinity path is evaluated against {"run": <run input>} when the run starts.
     WITH created AS (
         INSERT INTO flowforge.task_run (organization_id, workflow_run_id, task_id, task_key, queue, priority, state,
-                                        max_attempts, timeout, ready_at, remaining_deps, created_at)
+                                        max_attempts, timeout, ready_at, remaining_deps, worker_params, affinity_key,
+                                        affinity_policy, created_at)
         SELECT p_org, p_run_id, t.id, t.key, t.queue, t.priority,
                CASE WHEN t.dependency_count = 0 THEN 'ready' ELSE 'pending' END,
                t.max_attempts, t.timeout,
                CASE WHEN t.dependency_count = 0 THEN p_now END,
-               t.dependency_count, p_now
+               t.dependency_count, t.worker_params, a.key, CASE WHEN a.key IS NOT NULL THEN t.affinity_policy END, p_now
         FROM flowforge.task t
+        CROSS JOIN LATERAL (SELECT flowforge._affinity_key(t.affinity, p_run_id, p_spec ->> 'name',
+                                                            jsonb_build_object('run', p_input)) AS key) a
         WHERE t.workflow_id = p_workflow_id
         RETURNING id, state
     )
@@ -102,6 +107,7 @@ BEGIN
     UPDATE flowforge.workflow_run r
     SET state = 'cancelled', finished_at = p_now, tasks_remaining = 0, reason = p_reason
     WHERE r.id = p_run_id;
+    PERFORM flowforge._record_run_ended(p_org, p_run_id, p_now);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_cancelled', ARRAY[NULL::uuid], ARRAY[v_state],
         ARRAY['cancelled'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
         ARRAY[jsonb_build_object('reason', p_reason, 'actor', session_user::text)], p_now);
@@ -172,6 +178,7 @@ BEGIN
     SET state = 'running', finished_at = NULL, tasks_remaining = coalesce(cardinality(v_ids), 0), tasks_failed = 0,
         reason = NULL
     WHERE r.id = p_run_id;
+    PERFORM flowforge._record_run_reopened(p_org, p_run_id, p_now);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_retried', ARRAY[NULL::uuid], ARRAY[v_state],
         ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
         ARRAY[jsonb_build_object('tasks', coalesce(cardinality(v_ids), 0), 'actor', session_user::text)], p_now);

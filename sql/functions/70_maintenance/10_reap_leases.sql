@@ -96,22 +96,16 @@ $$;
 COMMENT ON FUNCTION flowforge._reap_one_failed(uuid, uuid, text, timestamptz) IS
   'Internal: fails one expired task lease for good with p_error (the reaper''s fallback when reaping it raised).';
 
-CREATE OR REPLACE FUNCTION flowforge.reap_expired_leases(max_rows integer DEFAULT 1000) RETURNS integer
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-SET flowforge.caller_org = ''
-SET plan_cache_mode = force_generic_plan
+CREATE OR REPLACE FUNCTION flowforge._reap_task_leases(p_orgs uuid[], p_max integer, p_now timestamptz) RETURNS integer
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_now constant timestamptz := flowforge.now();
+    v_now constant timestamptz := p_now;
     v_reaped integer := 0;
     v_candidate record;
     v_error text;
     v_state text;
 BEGIN
-    IF reap_expired_leases.max_rows IS NULL OR reap_expired_leases.max_rows < 1 THEN
-        RAISE EXCEPTION 'max_rows must be at least 1' USING ERRCODE = 'FF003', HINT = 'The default, 1000, suits a timer.';
-    END IF;
     -- Oldest expiry first, through idx_taskrun_lease_expiry. Each candidate is
     -- then handled under its run's lock (lock order: run, then task) and
     -- re-checked, so a task completed or heartbeaten meanwhile is untouched.
@@ -119,8 +113,9 @@ BEGIN
         SELECT tr.id, tr.workflow_run_id
         FROM flowforge.task_run tr
         WHERE tr.state = 'running' AND tr.lease_expires_at < v_now
+          AND (p_orgs IS NULL OR tr.organization_id = ANY (p_orgs))
         ORDER BY tr.lease_expires_at
-        LIMIT reap_expired_leases.max_rows
+        LIMIT p_max
     LOOP
         -- One row must never stop the duty for the others (or for other
         -- organizations): each candidate is reaped in a subtransaction, and a
@@ -144,6 +139,23 @@ BEGIN
         END;
     END LOOP;
     RETURN v_reaped;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._reap_task_leases(uuid[], integer, timestamptz) IS
+  'Internal (duty): reaps up to p_max expired task leases of the given organizations (all when NULL), oldest expiry '
+  'first, each in a subtransaction (a row that cannot be reaped fails for good with the reason); returns how many.';
+
+CREATE OR REPLACE FUNCTION flowforge.reap_expired_leases(max_rows integer DEFAULT 1000) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+    IF reap_expired_leases.max_rows IS NULL OR reap_expired_leases.max_rows < 1 THEN
+        RAISE EXCEPTION 'max_rows must be at least 1' USING ERRCODE = 'FF003', HINT = 'The default, 1000, suits a timer.';
+    END IF;
+    RETURN flowforge._reap_task_leases(NULL, reap_expired_leases.max_rows, flowforge.now());
 END;
 $$;
 COMMENT ON FUNCTION flowforge.reap_expired_leases(integer) IS

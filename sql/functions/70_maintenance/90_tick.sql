@@ -3,26 +3,43 @@
 -- tick(): every periodic duty once, with a count per duty. One file per duty
 -- in this folder; tick only composes them, so each stays testable alone.
 
-CREATE OR REPLACE FUNCTION flowforge.tick() RETURNS jsonb
+CREATE OR REPLACE FUNCTION flowforge.tick(engine_id text DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
+    v_now constant timestamptz := flowforge.now();
+    v_orgs uuid[];
+    v_generations jsonb;
     v_counts jsonb := '{}';
     v_errors jsonb := '{}';
     v_duty text;
     v_done integer;
     v_error text;
 BEGIN
+    IF tick.engine_id IS NOT NULL AND length(tick.engine_id) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'engine_id must be 1 to 200 characters' USING ERRCODE = 'FF003',
+            HINT = 'The daemon''s instance id, such as host:pid.';
+    END IF;
+    -- A daemon does the duties of the organizations it serves; a lone caller
+    -- (pg_cron, a test, a script) does every organization's.
+    IF tick.engine_id IS NOT NULL THEN
+        SELECT coalesce(array_agg(d.organization_id), '{}'),
+               coalesce(jsonb_object_agg(d.organization_id, d.generation), '{}')
+        INTO v_orgs, v_generations
+        FROM flowforge._duty_share(tick.engine_id, v_now) d;
+    END IF;
     -- Each duty in its own subtransaction: one that fails (and says why) never
     -- keeps the others from running.
-    FOREACH v_duty IN ARRAY ARRAY['reaped', 'dispatched'] LOOP
+    FOREACH v_duty IN ARRAY ARRAY['reaped', 'reaped_items', 'dispatched', 'agents_inactive'] LOOP
         BEGIN
             v_done := CASE v_duty
-                          WHEN 'reaped' THEN flowforge.reap_expired_leases(1000)
-                          WHEN 'dispatched' THEN flowforge._dispatch_due(1000, flowforge.now())
+                          WHEN 'reaped' THEN flowforge._reap_task_leases(v_orgs, 1000, v_now)
+                          WHEN 'reaped_items' THEN flowforge._reap_work_items(v_orgs, 1000, v_now)
+                          WHEN 'dispatched' THEN flowforge._dispatch_due(1000, v_now, v_orgs)
+                          WHEN 'agents_inactive' THEN flowforge._sweep_agents(v_orgs, v_now)
                       END;
             v_counts := v_counts || jsonb_build_object(v_duty, v_done);
         EXCEPTION WHEN OTHERS THEN
@@ -32,13 +49,19 @@ BEGIN
             RAISE WARNING 'tick: duty % failed: %', v_duty, v_error;
         END;
     END LOOP;
-    RETURN v_counts || jsonb_build_object('at', flowforge.now())
+    RETURN v_counts || jsonb_build_object('at', v_now)
+           || CASE WHEN tick.engine_id IS NULL THEN '{}'::jsonb
+                   ELSE jsonb_build_object('engine_id', tick.engine_id, 'serving', v_generations) END
            || CASE WHEN v_errors = '{}' THEN '{}'::jsonb ELSE jsonb_build_object('errors', v_errors) END;
 END;
 $$;
-COMMENT ON FUNCTION flowforge.tick() IS
-  'tick() -> jsonb. Runs every periodic duty once and returns counts of what it did: {"reaped": n, "dispatched": n, "at": now} '
-  '— expired leases reaped, due push-queue retries dispatched to the outbox; a duty that failed counts 0 and its '
-  'error is under "errors" (the others still ran). '
-  'The daemon calls it on its tick interval; calling it more often is harmless. Errors: none of its own.';
-SELECT flowforge._rights('flowforge.tick()', 'flowforge_system', '{flowforge_daemon}');
+COMMENT ON FUNCTION flowforge.tick(text) IS
+  'tick(engine_id text default null) -> jsonb. Runs every periodic duty once and returns a count per duty: '
+  '{"reaped": n (task leases), "reaped_items": n (work-item leases), "dispatched": n (due push retries), '
+  '"agents_inactive": n (agents whose heartbeat stopped; their affinity bindings released), "at": now}; a duty '
+  'that failed counts 0 and its error is under "errors" (the others still ran). With engine_id (a daemon''s '
+  'instance id) the duties are shared among live daemons by per-organization leases and this call does those of '
+  'the organizations it serves ("serving": {organization: generation}); without it, every organization''s (a lone '
+  'scheduler such as pg_cron). Calling it more often, or from several daemons, is harmless. Errors: FF003 a bad '
+  'engine_id.';
+SELECT flowforge._rights('flowforge.tick(text)', 'flowforge_system', '{flowforge_daemon}');

@@ -8,7 +8,7 @@
 
 CREATE OR REPLACE FUNCTION flowforge.run_events(run_id uuid)
 RETURNS TABLE (seq bigint, created_at timestamptz, task_run_id uuid, task_key text, kind text,
-               from_state text, to_state text, attempt integer, fencing_token bigint, detail jsonb)
+               from_state text, to_state text, attempt integer, fencing_token bigint, detail jsonb, work_item_id uuid)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
@@ -18,9 +18,11 @@ DECLARE
     v_org constant uuid := flowforge._authorize_run_read(run_events.run_id);
 BEGIN
     PERFORM flowforge._run_engine(run_events.run_id, v_org);  -- FF001 for an unknown or foreign run
+    -- Run-level and work-item events carry the run id (idx_event_run_level);
+    -- a DAG task's events are found through its task runs (idx_event_taskrun_created).
     RETURN QUERY
-    SELECT e.seq, e.created_at, e.task_run_id, tr.task_key::text, e.kind::text, e.from_state::text, e.to_state::text,
-           e.attempt, e.fencing_token, e.detail
+    SELECT e.seq, e.created_at, e.task_run_id, coalesce(tr.task_key, w.task_name)::text, e.kind::text,
+           e.from_state::text, e.to_state::text, e.attempt, e.fencing_token, e.detail, e.work_item_id
     FROM (
         SELECT ev.* FROM flowforge.task_run_event ev
         WHERE ev.workflow_run_id = run_events.run_id AND ev.task_run_id IS NULL AND ev.organization_id = v_org
@@ -30,19 +32,22 @@ BEGIN
         WHERE t.workflow_run_id = run_events.run_id AND ev.organization_id = v_org
     ) e
     LEFT JOIN flowforge.task_run tr ON tr.id = e.task_run_id
+    LEFT JOIN flowforge.work_item w ON w.id = e.work_item_id
     ORDER BY e.created_at, e.seq;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.run_events(uuid) IS
   'run_events(run_id uuid) -> setof (seq, created_at, task_run_id, task_key, kind, from_state, to_state, attempt, '
-  'fencing_token, detail): the run''s history, oldest first; run-level events have task_run_id NULL. Viewer rights '
-  'in the caller''s organization; the operator and flowforge_readonly read any organization''s run. '
-  'Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
+  'fencing_token, detail, work_item_id): the history of a run of any engine, oldest first — run-level events (no '
+  'task run, no work item), a DAG task''s (task_run_id, task_key) and a work item''s (work_item_id, task_key = its '
+  'task name). Viewer rights in the caller''s organization; the operator and flowforge_readonly read any '
+  'organization''s run. Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.run_events(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway,flowforge_readonly}');
 
 CREATE OR REPLACE FUNCTION flowforge.list_runs(workflow text DEFAULT NULL, with_state text DEFAULT NULL, max_rows integer DEFAULT 50)
 RETURNS TABLE (id uuid, workflow_name text, version integer, state text, tasks_total integer, tasks_remaining integer,
-               tasks_failed integer, created_at timestamptz, started_at timestamptz, finished_at timestamptz)
+               tasks_failed integer, created_at timestamptz, started_at timestamptz, finished_at timestamptz,
+               kind text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
@@ -54,43 +59,41 @@ BEGIN
     IF list_runs.max_rows IS NULL OR list_runs.max_rows NOT BETWEEN 1 AND 10000 THEN
         RAISE EXCEPTION 'max_rows must be between 1 and 10000' USING ERRCODE = 'FF003', HINT = 'The default is 50.';
     END IF;
-    IF list_runs.workflow IS NULL THEN
-        -- Newest first through idx_wfrun_org_recent; the state filter applies as it scans.
-        RETURN QUERY
-        SELECT r.id, w.name::text, w.version, r.state::text, r.tasks_total, r.tasks_remaining, r.tasks_failed,
-               r.created_at, r.started_at, r.finished_at
-        FROM flowforge.workflow_run r
-        JOIN flowforge.workflow w ON w.id = r.workflow_id
-        WHERE r.organization_id = v_org
-          AND (list_runs.with_state IS NULL OR r.state = list_runs.with_state)
-        ORDER BY r.created_at DESC
-        LIMIT list_runs.max_rows;
-        RETURN;
-    END IF;
-    IF NOT EXISTS (SELECT 1 FROM flowforge.workflow w WHERE w.organization_id = v_org AND w.name = list_runs.workflow) THEN
+    IF list_runs.workflow IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM flowforge.workflow w WHERE w.organization_id = v_org AND w.name = list_runs.workflow) THEN
         RAISE EXCEPTION 'workflow % not found', quote_literal(list_runs.workflow)
             USING ERRCODE = 'FF001', HINT = 'list_workflows() shows what is defined.';
     END IF;
-    -- One workflow: the newest runs of each of its versions through
-    -- idx_wfrun_wf_recent (the seed's "last N runs of this workflow"), merged.
+    -- Every engine's runs through the directory, newest first: the
+    -- organization's (engine_run_tenant_created) or one workflow's, each of its
+    -- versions newest first (engine_run_definition_recent), merged.
     RETURN QUERY
-    SELECT r.id, w.name::text, w.version, r.state::text, r.tasks_total, r.tasks_remaining, r.tasks_failed,
-           r.created_at, r.started_at, r.finished_at
-    FROM flowforge.workflow w
-    CROSS JOIN LATERAL (
-        SELECT x.* FROM flowforge.workflow_run x
-        WHERE x.workflow_id = w.id AND (list_runs.with_state IS NULL OR x.state = list_runs.with_state)
-        ORDER BY x.created_at DESC
-        LIMIT list_runs.max_rows) r
-    WHERE w.organization_id = v_org AND w.name = list_runs.workflow
-    ORDER BY r.created_at DESC
+    SELECT e.run_id, w.name::text, w.version, coalesce(r.state, g.status)::text, r.tasks_total, r.tasks_remaining,
+           r.tasks_failed, e.created_at, coalesce(r.started_at, g.started_at), coalesce(r.finished_at, g.finished_at),
+           e.engine_kind::text
+    FROM (
+        SELECT x.* FROM flowforge.engine_run x
+        WHERE list_runs.workflow IS NULL AND x.organization_id = v_org
+        UNION ALL
+        SELECT x.* FROM flowforge.workflow v
+        CROSS JOIN LATERAL (SELECT y.* FROM flowforge.engine_run y
+                            WHERE y.definition_id = v.id AND y.organization_id = v_org
+                            ORDER BY y.created_at DESC, y.id DESC LIMIT list_runs.max_rows) x
+        WHERE list_runs.workflow IS NOT NULL AND v.organization_id = v_org AND v.name = list_runs.workflow
+    ) e
+    JOIN flowforge.workflow w ON w.id = e.definition_id
+    LEFT JOIN flowforge.workflow_run r ON e.engine_kind = 'dag' AND r.id = e.run_id
+    LEFT JOIN flowforge.graph_run g ON e.engine_kind = 'graph' AND g.organization_id = v_org AND g.run_id = e.run_id
+    WHERE list_runs.with_state IS NULL OR coalesce(r.state, g.status) = list_runs.with_state
+    ORDER BY e.created_at DESC, e.id DESC
     LIMIT list_runs.max_rows;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.list_runs(text, text, integer) IS
-  'list_runs(workflow text default null, with_state text default null, max_rows int default 50) -> setof (id, workflow_name, '
-  'version, state, tasks_total, tasks_remaining, tasks_failed, created_at, started_at, finished_at): the caller''s '
-  'organization''s runs, newest first, optionally of one workflow (every version) and/or in one state. Viewer rights. '
+  'list_runs(workflow text default null, with_state text default null, max_rows int default 50) -> setof (id, '
+  'workflow_name, version, state, tasks_total, tasks_remaining, tasks_failed, created_at, started_at, finished_at, '
+  'kind): the caller''s organization''s runs of every engine, newest first, optionally of one workflow (every '
+  'version) and/or in one state; the task counters are a DAG''s (NULL for other kinds). Viewer rights. '
   'Errors: FF001 no workflow of that name; FF003 max_rows outside 1..10000; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.list_runs(text,text,integer)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
@@ -101,40 +104,24 @@ SET flowforge.caller_org = ''
 AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize_run_read(get_run.run_id);
-    v_result jsonb;
+    v_kind constant text := flowforge._run_engine(get_run.run_id, v_org);
 BEGIN
-    SELECT jsonb_build_object(
-               'id', r.id, 'organization_id', r.organization_id, 'workflow', w.name, 'version', w.version,
-               'workflow_id', w.id, 'state', r.state,
-               'input', r.input, 'idempotency_key', r.idempotency_key, 'reason', r.reason,
-               'tasks_total', r.tasks_total, 'tasks_remaining', r.tasks_remaining, 'tasks_failed', r.tasks_failed,
-               'created_at', r.created_at, 'started_at', r.started_at, 'finished_at', r.finished_at,
-               'tasks', (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                                 'id', tr.id, 'key', tr.task_key, 'queue', tr.queue, 'state', tr.state,
-                                 'attempt', tr.attempt, 'max_attempts', tr.max_attempts,
-                                 'fencing_token', tr.fencing_token, 'lease_owner', tr.lease_owner,
-                                 'lease_expires_at', tr.lease_expires_at, 'ready_at', tr.ready_at,
-                                 'remaining_deps', tr.remaining_deps, 'error', tr.error, 'output', tr.output,
-                                 'depends_on', (SELECT coalesce(jsonb_agg(up.key ORDER BY up.key), '[]'::jsonb)
-                                                FROM flowforge.task_dependency td
-                                                JOIN flowforge.task up ON up.id = td.depends_on_task_id
-                                                WHERE td.task_id = tr.task_id),
-                                 'started_at', tr.started_at, 'finished_at', tr.finished_at)
-                             ORDER BY tr.created_at, tr.task_key), '[]'::jsonb)
-                         FROM flowforge.task_run tr WHERE tr.workflow_run_id = r.id))
-    INTO v_result
-    FROM flowforge.workflow_run r
-    JOIN flowforge.workflow w ON w.id = r.workflow_id
-    WHERE r.id = get_run.run_id AND r.organization_id = v_org;
-    IF v_result IS NULL THEN
-        PERFORM flowforge._run_not_found(get_run.run_id::text);
-    END IF;
-    RETURN v_result;
+    -- The engine that owns the run describes it; the directory says what caused it.
+    RETURN flowforge._run_detail(v_kind, v_org, get_run.run_id)
+        || (SELECT jsonb_build_object('kind', e.engine_kind, 'organization_id', e.organization_id,
+                                      'parent_run_id', e.parent_run_id, 'triggered_by', e.triggered_by,
+                                      'trigger_firing_id', e.trigger_firing_id, 'created_by', e.created_by,
+                                      'ended_at', e.ended_at)
+            FROM flowforge.engine_run e WHERE e.organization_id = v_org AND e.run_id = get_run.run_id);
 END;
 $$;
 COMMENT ON FUNCTION flowforge.get_run(uuid) IS
-  'get_run(run_id uuid) -> jsonb: the run (state, input, counters, times) and every task run (key, queue, state, '
-  'attempt, fencing_token, lease, ready_at, remaining_deps, error, output, depends_on, times). Viewer rights in the caller''s organization; the operator and flowforge_readonly read any organization''s run. '
+  'get_run(run_id uuid) -> jsonb: a run of any engine — kind, its cause from the directory (parent_run_id, '
+  'triggered_by, trigger_firing_id, created_by, ended_at), and its engine''s detail: for a dag the run (state, input, '
+  'counters, times) and every task run (key, queue, state, attempt, fencing_token, lease, ready_at, remaining_deps, '
+  'error, output, depends_on, times); for a graph its status, reason, error, position, steps, max_steps, data, input, '
+  'path (the nodes walked, in order), run_counts (visits per node) and its most recent work items. Viewer rights in '
+  'the caller''s organization; the operator and flowforge_readonly read any organization''s run. '
   'Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.get_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway,flowforge_readonly}');
 

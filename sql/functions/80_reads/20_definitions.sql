@@ -15,7 +15,7 @@ DECLARE
 BEGIN
     RETURN QUERY
     SELECT DISTINCT ON (w.name) w.name::text, w.version, w.id, w.kind::text,
-           jsonb_array_length(w.spec -> 'tasks'), w.created_at
+           jsonb_array_length(coalesce(w.spec -> 'tasks', w.spec -> 'nodes')), w.created_at
     FROM flowforge.workflow w
     WHERE w.organization_id = v_org
     ORDER BY w.name, w.version DESC;

@@ -67,10 +67,11 @@ SELECT is_empty(
 
 SELECT set_eq(
     $$SELECT f.signature FROM fn f WHERE f.prosrc ~* 'INSERT\s+INTO\s+flowforge\.task_run_event'$$,
-    ARRAY['flowforge._append_events(uuid,uuid,text,uuid[],text[],text[],bigint[],integer[],jsonb[],timestamp with time zone)',
+    ARRAY['flowforge._append_events(uuid,uuid,text,uuid[],text[],text[],bigint[],integer[],jsonb[],timestamp with time zone,uuid[])',
           'flowforge.claim(text[],text,interval,integer,text[])',
           'flowforge.complete(uuid,bigint,jsonb)',
           'flowforge.complete_many(uuid[],bigint[],jsonb[])',
+          'flowforge.claim_work(text[],text,interval,integer,text[],text[])',
           'flowforge._dispatch_rows(uuid[],timestamp with time zone)'],
     'history rows are built by _append_events and the measured fast paths only');
 

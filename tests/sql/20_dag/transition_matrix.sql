@@ -16,7 +16,7 @@ DECLARE
 BEGIN
     SELECT tr.id, tr.queue, tr.priority INTO v_target
     FROM flowforge.task_run tr WHERE tr.workflow_run_id = p_run AND tr.task_key = p_key;
-    UPDATE flowforge.task_run tr SET priority = 2147483647 WHERE tr.id = v_target.id;
+    UPDATE flowforge.task_run tr SET priority = -2147483648 WHERE tr.id = v_target.id;  -- lower first
     SELECT * INTO v_claimed FROM flowforge.claim(ARRAY[v_target.queue::text], 'test-worker', p_lease, 1);
     UPDATE flowforge.task_run tr SET priority = v_target.priority WHERE tr.id = v_target.id;
     IF v_claimed.task_run_id IS DISTINCT FROM v_target.id THEN

@@ -47,8 +47,8 @@ SELECT is(flowforge_test.run_state(:'bad'), 'failed', 'and its run settled');
 SELECT flowforge.start_run('healthy') AS good2 \gset
 SELECT count(*) FROM flowforge.claim(ARRAY['pq_ok'], 'w', '10 seconds', 10);
 SELECT flowforge_test.set_clock('2030-01-01 00:00:30+00');
-ALTER FUNCTION flowforge._dispatch_due(integer, timestamptz) RENAME TO _dispatch_due_real;
-CREATE FUNCTION flowforge._dispatch_due(p_limit integer, p_now timestamptz) RETURNS integer
+ALTER FUNCTION flowforge._dispatch_due(integer, timestamptz, uuid[]) RENAME TO _dispatch_due_real;
+CREATE FUNCTION flowforge._dispatch_due(p_limit integer, p_now timestamptz, p_orgs uuid[] DEFAULT NULL) RETURNS integer
 LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'broken duty'; END; $$;
 CREATE TEMP TABLE t AS SELECT flowforge.tick() AS r;
 SELECT is((SELECT r -> 'reaped' FROM t), '1'::jsonb, 'tick() still reaps when another duty fails');

@@ -141,9 +141,11 @@ SELECT results_eq(
     'a task a consumer had taken uses an attempt: ready after backoff, attempt 2');
 SELECT is((SELECT count(*)::int FROM flowforge.outbox_message WHERE task_run_id = :'b1'), 2,
     'not dispatched before its backoff has passed');
-SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "dispatched": 0}'::jsonb, 'tick() before it is due: nothing');
+SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "reaped_items": 0, "dispatched": 0, "agents_inactive": 0}'::jsonb,
+    'tick() before it is due: nothing');
 SELECT flowforge_test.advance_clock('1 second') \gset
-SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "dispatched": 1}'::jsonb, 'tick() once due: b is dispatched');
+SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "reaped_items": 0, "dispatched": 1, "agents_inactive": 0}'::jsonb,
+    'tick() once due: b is dispatched');
 SELECT results_eq(
     format($$SELECT fencing_token_snapshot, attempt_snapshot, (payload ->> 'attempt')::int
              FROM flowforge.outbox_message WHERE task_run_id = %L ORDER BY fencing_token_snapshot DESC LIMIT 1$$, :'b1'),
@@ -224,16 +226,20 @@ SELECT throws_ok('SELECT * FROM flowforge.take_outbox(10001)', 'FF003', NULL, 't
 SELECT throws_ok('SELECT * FROM flowforge.take_outbox(NULL)', 'FF003', NULL, 'take_outbox(NULL): FF003');
 SELECT throws_ok($$SELECT * FROM flowforge.take_outbox(10, '0 seconds')$$, 'FF003', NULL, 'a lease under a second: FF003');
 SELECT throws_ok($$SELECT * FROM flowforge.take_outbox(10, '1 hour 1 second')$$, 'FF003', NULL, 'a lease over an hour: FF003');
+-- Several rows became available at the same instant here: any of them is "the oldest".
+CREATE TEMP TABLE first_taken AS SELECT * FROM flowforge.take_outbox(1);
 SELECT results_eq(
-    $$SELECT id, exchange, routing_key, message_id, payload, created_at FROM flowforge.take_outbox(1)$$,
-    format($$SELECT id, exchange::text, routing_key::text, %L || ':1', payload, created_at
-             FROM flowforge.outbox_message WHERE task_run_id = %L$$, :'a1', :'a1'),
-    'take_outbox(1): the oldest available row, message_id <task_run_id>:<fencing_token>');
-SELECT is((SELECT next_attempt_at - flowforge.now() FROM flowforge.outbox_message WHERE task_run_id = :'a1'),
+    $$SELECT id, exchange, routing_key, message_id, payload, created_at FROM first_taken$$,
+    $$SELECT m.id, m.exchange::text, m.routing_key::text, m.task_run_id || ':' || m.fencing_token_snapshot, m.payload,
+             m.created_at
+      FROM flowforge.outbox_message m WHERE m.id = (SELECT id FROM first_taken)
+        AND m.created_at = (SELECT min(created_at) FROM flowforge.outbox_message WHERE published_at IS NULL)$$,
+    'take_outbox(1): an oldest available row, message_id <task_run_id>:<fencing_token>');
+SELECT is((SELECT next_attempt_at - flowforge.now() FROM flowforge.outbox_message WHERE id = (SELECT id FROM first_taken)),
     interval '30 seconds', 'the taken row is leased for 30 seconds');
 SELECT is((SELECT count(*)::int FROM flowforge.take_outbox(3)), 3, 'at most batch rows');
 CREATE TEMP TABLE taken_rest AS SELECT id FROM flowforge.take_outbox(100);
-SELECT is((SELECT count(*)::int FROM taken_rest WHERE id IN (SELECT id FROM flowforge.outbox_message WHERE task_run_id = :'a1')), 0,
+SELECT is((SELECT count(*)::int FROM taken_rest WHERE id IN (SELECT id FROM first_taken)), 0,
     'a row under its lease is not offered again');
 SELECT is((SELECT count(*)::int FROM taken_rest) + 4,
           (SELECT count(*)::int FROM flowforge.outbox_message WHERE published_at IS NULL),

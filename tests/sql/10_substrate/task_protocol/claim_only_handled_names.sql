@@ -20,8 +20,8 @@ SELECT is((SELECT count(*)::int FROM flowforge.task_run WHERE task_key IN ('tran
 CREATE TEMP TABLE two AS
 SELECT * FROM flowforge.claim(ARRAY['shared'], 'w-two', '30 seconds', 4, ARRAY['transform', 'load', 'load']);
 SELECT is((SELECT count(*)::int FROM two), 4, 'several names fill the batch (a name given twice counts once)');
-SELECT is((SELECT count(*)::int FROM two WHERE task_key = 'load'), 3, 'highest priority first across the names: every load');
-SELECT is((SELECT count(*)::int FROM two WHERE task_key = 'transform'), 1, 'then one transform');
+SELECT is((SELECT count(*)::int FROM two WHERE task_key = 'transform'), 3, 'lowest priority number first across the names: every transform');
+SELECT is((SELECT count(*)::int FROM two WHERE task_key = 'load'), 1, 'then one load');
 SELECT is((SELECT count(*)::int FROM flowforge.claim(ARRAY['shared'], 'w', '30 seconds', 10, ARRAY['unknown'])), 0,
     'a name with no ready task claims nothing');
 

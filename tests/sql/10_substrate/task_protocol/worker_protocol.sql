@@ -47,14 +47,14 @@ INSERT INTO claim_order (run, key) SELECT workflow_run_id, task_key FROM flowfor
 INSERT INTO claim_order (run, key) SELECT workflow_run_id, task_key FROM flowforge.claim(ARRAY['qp'], 'w', '30 seconds', 1);
 SELECT results_eq(
     'SELECT run, key FROM claim_order ORDER BY n',
-    format($$VALUES (%L::uuid, 'hi'), (%L::uuid, 'hi'), (%L::uuid, 'lo'), (%L::uuid, 'lo')$$, :'p1', :'p2', :'p1', :'p2'),
-    'one at a time: highest priority first (even when younger), then the longest ready');
+    format($$VALUES (%L::uuid, 'lo'), (%L::uuid, 'lo'), (%L::uuid, 'hi'), (%L::uuid, 'hi')$$, :'p1', :'p2', :'p1', :'p2'),
+    'one at a time: lowest priority number first (issue 13: one meaning of priority in every engine), then the longest ready');
 
 SELECT flowforge.define_workflow($${"name": "crossq", "tasks": [
     {"key": "low", "queue": "qx", "priority": 1}, {"key": "high", "queue": "qy", "priority": 5}]}$$) \gset
 SELECT flowforge.start_run('crossq') AS xq \gset
-SELECT is((SELECT task_key FROM flowforge.claim(ARRAY['qx', 'qy'], 'w', '30 seconds', 1)), 'high',
-    'across queues, the highest priority is claimed first');
+SELECT is((SELECT task_key FROM flowforge.claim(ARRAY['qx', 'qy'], 'w', '30 seconds', 1)), 'low',
+    'across queues, the lowest priority number is claimed first');
 
 -- ------------------------------------------------------ claim: queue filter
 SELECT flowforge.define_workflow('{"name": "elsewhere", "tasks": [{"key": "e", "queue": "elsewhere"}]}') \gset

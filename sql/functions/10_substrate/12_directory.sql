@@ -1,0 +1,108 @@
+-- The run directory (seed 002's engine_run): which engine owns which run.
+-- One row per run of any kind, written by the engine in the same
+-- transaction as its own run row. It holds no state of its own — asked for a
+-- run's detail, FlowForge asks the engine that owns it — so it cannot
+-- disagree with an engine. Writing merges: a later fact (a trigger filling in
+-- the cause, a parent) completes the row and never erases an earlier one;
+-- ended_at is first-write-wins.
+
+CREATE OR REPLACE FUNCTION flowforge._record_run(p_org uuid, p_run_id uuid, p_engine text, p_definition_id uuid,
+                                                 p_now timestamptz, p_parent_run_id uuid DEFAULT NULL,
+                                                 p_triggered_by text DEFAULT NULL, p_trigger_firing_id uuid DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    INSERT INTO flowforge.engine_run AS e (organization_id, run_id, engine_kind, definition_id, parent_run_id,
+                                           triggered_by, trigger_firing_id, created_at, created_by)
+    VALUES (p_org, p_run_id, p_engine, p_definition_id, p_parent_run_id, p_triggered_by, p_trigger_firing_id, p_now,
+            flowforge._actor())
+    ON CONFLICT ON CONSTRAINT engine_run_tenant_run_uq DO UPDATE
+    SET definition_id = coalesce(e.definition_id, EXCLUDED.definition_id),
+        parent_run_id = coalesce(e.parent_run_id, EXCLUDED.parent_run_id),
+        triggered_by = coalesce(e.triggered_by, EXCLUDED.triggered_by),
+        trigger_firing_id = coalesce(e.trigger_firing_id, EXCLUDED.trigger_firing_id),
+        updated_at = EXCLUDED.created_at, updated_by = EXCLUDED.created_by
+    -- The engine never changes: a run id is one engine's forever.
+    WHERE e.engine_kind = EXCLUDED.engine_kind;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._record_run(uuid, uuid, text, uuid, timestamptz, uuid, text, uuid) IS
+  'Internal: records (or completes) the directory row of run p_run_id of engine p_engine; a field already set is '
+  'kept.';
+
+-- The run ended (succeeded, failed, cancelled): the first end is the one kept.
+-- Never before the run was created: a cancel in a transaction that began
+-- before the start committed has an older now().
+CREATE OR REPLACE FUNCTION flowforge._record_run_ended(p_org uuid, p_run_id uuid, p_now timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    UPDATE flowforge.engine_run e SET ended_at = greatest(p_now, e.created_at)
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id AND e.ended_at IS NULL;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._record_run_ended(uuid, uuid, timestamptz) IS
+  'Internal: stamps the directory row''s ended_at unless it already has one (first write wins).';
+
+-- retry_run re-opens a run: it is live again, so its directory row is too.
+CREATE OR REPLACE FUNCTION flowforge._record_run_reopened(p_org uuid, p_run_id uuid, p_now timestamptz) RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    UPDATE flowforge.engine_run e SET ended_at = NULL, updated_at = p_now, updated_by = flowforge._actor()
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._record_run_reopened(uuid, uuid, timestamptz) IS
+  'Internal: a retried run is live again — clears the directory row''s ended_at.';
+
+-- Lock order for the engines whose units are work items: the directory row
+-- first (one lock every such engine shares), then the engine's own rows.
+CREATE OR REPLACE FUNCTION flowforge._lock_run(p_org uuid, p_run_id uuid) RETURNS text
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_engine text;
+BEGIN
+    SELECT e.engine_kind INTO v_engine
+    FROM flowforge.engine_run e
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id
+    FOR NO KEY UPDATE;
+    RETURN v_engine;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._lock_run(uuid, uuid) IS
+  'Internal: locks (FOR NO KEY UPDATE) the directory row of run p_run_id and returns its engine kind; NULL when '
+  'there is no such run in p_org.';
+
+CREATE OR REPLACE FUNCTION flowforge.resolve_run(run_id uuid) RETURNS jsonb
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize_run_read(resolve_run.run_id);
+    v_result jsonb;
+BEGIN
+    SELECT jsonb_build_object('run_id', e.run_id, 'organization_id', e.organization_id, 'engine_kind', e.engine_kind,
+                              'definition_id', e.definition_id, 'definition', w.name, 'version', w.version,
+                              'parent_run_id', e.parent_run_id, 'triggered_by', e.triggered_by,
+                              'trigger_firing_id', e.trigger_firing_id, 'created_at', e.created_at,
+                              'created_by', e.created_by, 'ended_at', e.ended_at)
+    INTO v_result
+    FROM flowforge.engine_run e
+    LEFT JOIN flowforge.workflow w ON w.id = e.definition_id
+    WHERE e.organization_id = v_org AND e.run_id = resolve_run.run_id;
+    IF v_result IS NULL THEN
+        PERFORM flowforge._run_not_found(resolve_run.run_id::text);
+    END IF;
+    RETURN v_result;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.resolve_run(uuid) IS
+  'resolve_run(run_id uuid) -> jsonb {run_id, organization_id, engine_kind, definition_id, definition, version, '
+  'parent_run_id, triggered_by, trigger_firing_id, created_at, created_by, ended_at}: the run directory''s row — which '
+  'engine ran it, what it ran, what caused it, when it ended (NULL while live). Viewer rights; the operator and '
+  'flowforge_readonly resolve any organization''s run. Errors: FF001 no such run; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.resolve_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway,flowforge_readonly}');

@@ -1,0 +1,305 @@
+-- The work-item queue (seed 002's work_item): the queue every engine claims
+-- from, except a DAG task's own attempt (a task_run, claimed with claim()).
+--
+--   claim_work(queues, agent, lease, batch, engine_kinds, task_names) -> the items taken
+--   heartbeat_work(work_item_id, fencing_token, lease) -> new lease expiry
+--   complete_work(work_item_id, fencing_token, output)
+--   fail_work(work_item_id, fencing_token, error, retryable)
+--
+-- The same rules as the task protocol: lower priority first, then oldest
+-- ready, FOR UPDATE SKIP LOCKED; a fencing token bumped on every claim and
+-- named by every later write; the lease reaped by tick(); retries with
+-- backoff; one event per transition; NOTIFY flowforge_ready when work becomes
+-- ready. What an item's fate means for its run goes through the engine hooks,
+-- with the run's directory row locked first (lock order: the run, then its
+-- items).
+
+-- A new unit of work for a run, from its definition node (a task row).
+CREATE OR REPLACE FUNCTION flowforge._enqueue_work(p_org uuid, p_engine text, p_run_id uuid, p_node flowforge.task,
+                                                   p_payload jsonb, p_affinity_key text, p_now timestamptz,
+                                                   p_parent_work_item_id uuid DEFAULT NULL)
+RETURNS uuid
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_id uuid;
+BEGIN
+    INSERT INTO flowforge.work_item (organization_id, engine_kind, parent_work_item_id, run_id, task_id, task_name,
+                                     queue, worker_params, payload, status, priority, next_attempt_at, max_retries,
+                                     backoff, backoff_factor, max_backoff, timeout, affinity_key, affinity_policy,
+                                     created_at, created_by)
+    VALUES (p_org, p_engine, p_parent_work_item_id, p_run_id, p_node.id, p_node.key, p_node.queue, p_node.worker_params,
+            p_payload, 'pending', p_node.priority, p_now, p_node.max_attempts - 1, p_node.backoff, p_node.backoff_factor,
+            p_node.max_backoff, p_node.timeout, p_affinity_key,
+            CASE WHEN p_affinity_key IS NOT NULL THEN p_node.affinity_policy END, p_now, flowforge._actor())
+    RETURNING id INTO v_id;
+    PERFORM flowforge._append_events(p_org, p_run_id, 'created', ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY['pending'],
+                                     ARRAY[0::bigint], ARRAY[1], ARRAY[NULL::jsonb], p_now, ARRAY[v_id]);
+    PERFORM flowforge._notify_ready();
+    RETURN v_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._enqueue_work(uuid, text, uuid, flowforge.task, jsonb, text, timestamptz, uuid) IS
+  'Internal: a pending work item of engine p_engine for run p_run_id, carrying node p_node''s queue, priority, retry '
+  'policy, timeout, selectors and (with p_affinity_key) affinity; event created, NOTIFY flowforge_ready. Returns its id.';
+
+CREATE OR REPLACE FUNCTION flowforge.claim_work(queues text[], agent text, lease interval DEFAULT '30 seconds',
+                                                batch integer DEFAULT 1, engine_kinds text[] DEFAULT NULL,
+                                                task_names text[] DEFAULT NULL)
+RETURNS TABLE (work_item_id uuid, run_id uuid, engine_kind text, task_name text, attempt integer,
+               fencing_token bigint, payload jsonb, lease_expires_at timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+    v_agent record;
+    v_ids uuid[];
+    v_pinned record;
+BEGIN
+    IF claim_work.queues IS NULL OR cardinality(claim_work.queues) = 0 OR array_position(claim_work.queues, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'claim_work needs at least one queue name and no NULLs'
+            USING ERRCODE = 'FF003', HINT = 'Pass queues => ARRAY[''default''].';
+    END IF;
+    IF claim_work.agent IS NULL OR length(claim_work.agent) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'agent must be a name of 1 to 200 characters'
+            USING ERRCODE = 'FF003', HINT = 'The agent''s registered name, or something that identifies the process.';
+    END IF;
+    IF claim_work.batch IS NULL OR claim_work.batch NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'batch must be between 1 and 1000, got %', coalesce(claim_work.batch::text, 'NULL')
+            USING ERRCODE = 'FF003', HINT = 'Claim at most as many items as you have free capacity for.';
+    END IF;
+    IF claim_work.engine_kinds IS NOT NULL
+       AND (cardinality(claim_work.engine_kinds) = 0 OR array_position(claim_work.engine_kinds, NULL) IS NOT NULL
+            OR NOT claim_work.engine_kinds <@ ARRAY['dag', 'graph']) THEN
+        RAISE EXCEPTION 'engine_kinds must be NULL (any) or a list of dag, graph'
+            USING ERRCODE = 'FF003', HINT = 'The engines this agent serves.';
+    END IF;
+    IF claim_work.task_names IS NOT NULL
+       AND (cardinality(claim_work.task_names) NOT BETWEEN 1 AND 1000 OR array_position(claim_work.task_names, NULL) IS NOT NULL) THEN
+        RAISE EXCEPTION 'task_names must be NULL (any task) or 1 to 1000 task names without NULLs'
+            USING ERRCODE = 'FF003', HINT = 'Pass the task names this worker has handlers for.';
+    END IF;
+    PERFORM flowforge._check_lease(claim_work.lease);
+    v_agent := flowforge._claiming_agent(v_org, claim_work.agent, v_now);
+    IF v_agent.status <> 'active' THEN
+        RETURN;  -- draining or inactive: given nothing
+    END IF;
+
+    -- Pick first, into an array (the LIMIT runs once): lower priority first, then
+    -- ready longest; one ordered index scan per queue (and per name), merged.
+    SELECT array_agg(p.id) INTO v_ids FROM (
+        SELECT c.id
+        FROM (SELECT DISTINCT u.name FROM unnest(claim_work.queues) AS u(name)) AS q(name)
+        CROSS JOIN (SELECT DISTINCT n.name FROM unnest(coalesce(claim_work.task_names, ARRAY[NULL::text])) AS n(name)) AS k(name)
+        CROSS JOIN LATERAL (
+            SELECT w.id, w.priority, w.next_attempt_at FROM flowforge.work_item w
+            WHERE w.organization_id = v_org AND w.status = 'pending' AND w.queue = q.name
+              AND (k.name IS NULL OR w.task_name = k.name)
+              AND w.next_attempt_at <= v_now
+              AND (claim_work.engine_kinds IS NULL OR w.engine_kind = ANY (claim_work.engine_kinds))
+              AND (w.worker_params IS NULL OR v_agent.labels @> w.worker_params)
+              AND (w.affinity_key IS NULL
+                   OR (v_agent.registered AND NOT flowforge._pinned_elsewhere(v_org, w.affinity_key, w.affinity_policy,
+                                                                               claim_work.agent, v_now)))
+            ORDER BY w.priority, w.next_attempt_at
+            LIMIT claim_work.batch
+            FOR UPDATE SKIP LOCKED) c
+        ORDER BY c.priority, c.next_attempt_at
+        LIMIT claim_work.batch) p;
+    IF v_ids IS NULL THEN
+        RETURN;
+    END IF;
+    FOR v_pinned IN
+        SELECT w.id, w.affinity_key, w.affinity_policy FROM flowforge.work_item w
+        WHERE w.id = ANY (v_ids) AND w.affinity_key IS NOT NULL
+    LOOP
+        IF NOT flowforge._affinity_take(v_org, v_pinned.affinity_key, v_pinned.affinity_policy, claim_work.agent, v_now) THEN
+            v_ids := array_remove(v_ids, v_pinned.id);
+        END IF;
+    END LOOP;
+
+    RETURN QUERY
+    WITH claimed AS (
+        UPDATE flowforge.work_item w
+        SET status = 'dispatched', fencing_token = w.fencing_token + 1, agent_id = claim_work.agent,
+            leased_by = claim_work.agent, dispatched_at = v_now,
+            lease_expires_at = v_now + CASE WHEN w.timeout < claim_work.lease THEN w.timeout ELSE claim_work.lease END
+        WHERE w.id = ANY (v_ids)  -- locked by the pick above: still pending
+        RETURNING w.id, w.organization_id, w.run_id, w.engine_kind, w.task_name, w.retry_count, w.fencing_token,
+                  w.payload, w.lease_expires_at
+    ), events AS (
+        -- Fast path, as in claim(): the event rows inline (see _append_events).
+        INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, work_item_id, kind, from_state, to_state,
+                                              fencing_token, attempt, detail, created_at)
+        SELECT c.organization_id, c.run_id, c.id, 'claimed', 'pending', 'dispatched', c.fencing_token,
+               c.retry_count + 1, jsonb_build_object('agent', claim_work.agent), v_now
+        FROM claimed c
+    )
+    SELECT c.id, c.run_id, c.engine_kind::text, c.task_name::text, c.retry_count + 1, c.fencing_token, c.payload,
+           c.lease_expires_at
+    FROM claimed c;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.claim_work(text[], text, interval, integer, text[], text[]) IS
+  'claim_work(queues text[], agent text, lease interval default ''30 seconds'', batch int default 1, engine_kinds '
+  'text[] default null, task_names text[] default null) -> setof (work_item_id, run_id, engine_kind, task_name, '
+  'attempt, fencing_token, payload, lease_expires_at). Takes up to batch pending work items of the given queues in '
+  'the caller''s organization whose next_attempt_at has come — lower priority first, then the longest ready — with FOR '
+  'UPDATE SKIP LOCKED, only of engine_kinds (when given) and task_names (when given). A registered agent that is '
+  'draining or inactive gets nothing; items ask for labels (worker_params, matched by containment against the '
+  'agent''s labels) and may be pinned by affinity (an unregistered worker takes no pinned item). Each becomes '
+  'dispatched to the agent with a new fencing token and a lease (capped by the item''s timeout); event claimed. '
+  'Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.claim_work(text[],text,interval,integer,text[],text[])', 'flowforge_owner',
+    '{flowforge_worker,flowforge_gateway}');
+
+CREATE OR REPLACE FUNCTION flowforge.heartbeat_work(work_item_id uuid, fencing_token bigint,
+                                                    lease interval DEFAULT '30 seconds')
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+    v_expires timestamptz;
+BEGIN
+    PERFORM flowforge._check_lease(heartbeat_work.lease);
+    UPDATE flowforge.work_item w
+    SET lease_expires_at = CASE WHEN w.dispatched_at + w.timeout < v_now + heartbeat_work.lease
+                                THEN w.dispatched_at + w.timeout ELSE v_now + heartbeat_work.lease END
+    WHERE w.id = heartbeat_work.work_item_id
+      AND w.fencing_token = heartbeat_work.fencing_token
+      AND w.status = 'dispatched'
+      AND w.organization_id = v_org
+      AND (w.timeout IS NULL OR w.dispatched_at + w.timeout > v_now)
+    RETURNING w.lease_expires_at INTO v_expires;
+    IF NOT FOUND THEN
+        PERFORM flowforge._refuse_item_write(heartbeat_work.work_item_id, heartbeat_work.fencing_token, 'heartbeat_work');
+    END IF;
+    RETURN v_expires;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.heartbeat_work(uuid, bigint, interval) IS
+  'heartbeat_work(work_item_id uuid, fencing_token bigint, lease interval default ''30 seconds'') -> timestamptz. '
+  'Extends the lease of a dispatched work item held under this fencing token to now + lease (never past '
+  'dispatched_at + timeout) and returns the new expiry. Records no event. Errors: FF001 no such work item; FF004 '
+  'stale token, lease reaped, run cancelled or timeout exceeded — stop and drop the result; FF005 not dispatched; '
+  'FF003 bad lease; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.heartbeat_work(uuid,bigint,interval)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
+
+CREATE OR REPLACE FUNCTION flowforge.complete_work(work_item_id uuid, fencing_token bigint, output jsonb DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+    v_item record;
+BEGIN
+    PERFORM flowforge._check_size(complete_work.output, 'work item output');
+    -- Lock order: the run's directory row first, then the item.
+    IF flowforge._lock_run(v_org, (SELECT w.run_id FROM flowforge.work_item w
+                                   WHERE w.id = complete_work.work_item_id AND w.organization_id = v_org)) IS NULL THEN
+        PERFORM flowforge._refuse_item_write(complete_work.work_item_id, complete_work.fencing_token, 'complete_work');
+    END IF;
+    UPDATE flowforge.work_item w
+    SET status = 'completed', output = complete_work.output, completed_at = greatest(v_now, w.dispatched_at),
+        lease_expires_at = NULL, error = NULL
+    WHERE w.id = complete_work.work_item_id
+      AND w.fencing_token = complete_work.fencing_token
+      AND w.status = 'dispatched'
+      AND w.organization_id = v_org
+    RETURNING w.run_id, w.engine_kind, w.task_id, w.retry_count INTO v_item;
+    IF NOT FOUND THEN
+        PERFORM flowforge._refuse_item_write(complete_work.work_item_id, complete_work.fencing_token, 'complete_work');
+    END IF;
+    PERFORM flowforge._append_events(v_org, v_item.run_id, 'completed', ARRAY[NULL::uuid], ARRAY['dispatched'],
+                                     ARRAY['completed'], ARRAY[complete_work.fencing_token], ARRAY[v_item.retry_count + 1],
+                                     ARRAY[NULL::jsonb], v_now, ARRAY[complete_work.work_item_id]);
+    PERFORM flowforge._on_task_succeeded(v_item.engine_kind, v_item.run_id, complete_work.work_item_id, v_item.task_id,
+                                         v_now);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.complete_work(uuid, bigint, jsonb) IS
+  'complete_work(work_item_id uuid, fencing_token bigint, output jsonb default null). The holder of a dispatched work '
+  'item reports success: the item completes with output, and its engine reacts in the same transaction (a graph '
+  'merges the output into the run''s data and takes its next edge). Event completed. Errors: FF001 no such work '
+  'item; FF004 stale token — drop the result; FF005 not dispatched (already completed, failed or retried); FF009 '
+  'output over the limits; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.complete_work(uuid,bigint,jsonb)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
+
+CREATE OR REPLACE FUNCTION flowforge.fail_work(work_item_id uuid, fencing_token bigint, error text,
+                                               retryable boolean DEFAULT true)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+    v_item record;
+BEGIN
+    PERFORM flowforge._check_text_size(fail_work.error, 'error text');
+    IF flowforge._lock_run(v_org, (SELECT w.run_id FROM flowforge.work_item w
+                                   WHERE w.id = fail_work.work_item_id AND w.organization_id = v_org)) IS NULL THEN
+        PERFORM flowforge._refuse_item_write(fail_work.work_item_id, fail_work.fencing_token, 'fail_work');
+    END IF;
+    -- One retry rule for every unit of work: _retries_left + _backoff, as fail() and the reapers.
+    UPDATE flowforge.work_item w
+    SET status = CASE WHEN flowforge._retries_left(fail_work.retryable, w.retry_count + 1, w.max_retries + 1)
+                      THEN 'pending' ELSE 'failed' END,
+        retry_count = CASE WHEN flowforge._retries_left(fail_work.retryable, w.retry_count + 1, w.max_retries + 1)
+                           THEN w.retry_count + 1 ELSE w.retry_count END,
+        next_attempt_at = CASE WHEN flowforge._retries_left(fail_work.retryable, w.retry_count + 1, w.max_retries + 1)
+                               THEN v_now + flowforge._backoff(w.backoff, w.backoff_factor, w.max_backoff, w.retry_count + 1)
+                               ELSE w.next_attempt_at END,
+        completed_at = CASE WHEN flowforge._retries_left(fail_work.retryable, w.retry_count + 1, w.max_retries + 1)
+                            THEN NULL ELSE greatest(v_now, w.dispatched_at) END,
+        lease_expires_at = NULL,
+        error = fail_work.error
+    WHERE w.id = fail_work.work_item_id
+      AND w.fencing_token = fail_work.fencing_token
+      AND w.status = 'dispatched'
+      AND w.organization_id = v_org
+    RETURNING w.run_id, w.engine_kind, w.task_id, w.status, w.retry_count, w.next_attempt_at INTO v_item;
+    IF NOT FOUND THEN
+        PERFORM flowforge._refuse_item_write(fail_work.work_item_id, fail_work.fencing_token, 'fail_work');
+    END IF;
+    PERFORM flowforge._append_events(v_org, v_item.run_id,
+        CASE WHEN v_item.status = 'pending' THEN 'retry_scheduled' ELSE 'failed' END,
+        ARRAY[NULL::uuid], ARRAY['dispatched'], ARRAY[v_item.status::text], ARRAY[fail_work.fencing_token],
+        ARRAY[v_item.retry_count + 1],
+        ARRAY[jsonb_build_object('error', left(fail_work.error, 1000), 'retryable', coalesce(fail_work.retryable, true))
+              || CASE WHEN v_item.status = 'pending' THEN jsonb_build_object('next_attempt_at', v_item.next_attempt_at)
+                      ELSE '{}' END],
+        v_now, ARRAY[fail_work.work_item_id]);
+    IF v_item.status = 'failed' THEN
+        PERFORM flowforge._on_task_failed_for_good(v_item.engine_kind, v_item.run_id, fail_work.work_item_id,
+                                                   v_item.task_id, v_now);
+    ELSE
+        PERFORM flowforge._on_task_requeued(v_item.engine_kind, v_item.run_id, fail_work.work_item_id, v_item.task_id,
+                                            v_now);
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.fail_work(uuid, bigint, text, boolean) IS
+  'fail_work(work_item_id uuid, fencing_token bigint, error text, retryable boolean default true). The holder of a '
+  'dispatched work item reports failure. With retryable and retries left: back to pending with retry_count + 1 and '
+  'next_attempt_at after backoff * backoff_factor^(attempt-1), capped at max_backoff (event retry_scheduled). '
+  'Otherwise failed (event failed), and its engine reacts in the same transaction (a graph run fails with the error). '
+  'Errors: FF001 no such work item; FF004 stale token — drop the result; FF005 not dispatched; FF009 error text over '
+  'the size limit; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.fail_work(uuid,bigint,text,boolean)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');

@@ -1,0 +1,151 @@
+-- The graph engine's step: a run holds one position; entering a node is a
+-- step. All of it happens in the transaction that completed the previous
+-- node's work item, under the run's directory lock, and costs the same at
+-- step 10 as at step 10,000: the walk is rows (graph_step, one per step), the
+-- visit counts one counter per node (graph_visit), never a rewritten array.
+
+-- The run ends (succeeded at a final node, failed by its own rules or a node's
+-- failure, cancelled): its own row, its event, the directory.
+CREATE OR REPLACE FUNCTION flowforge._graph_finish(p_org uuid, p_run_id uuid, p_status text, p_reason text,
+                                                   p_error text, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    UPDATE flowforge.graph_run g
+    SET status = p_status, reason = p_reason, error = p_error, finished_at = greatest(p_now, g.started_at),
+        updated_at = p_now
+    WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running';
+    IF FOUND THEN
+        PERFORM flowforge._append_events(p_org, p_run_id, 'run_' || p_status, ARRAY[NULL::uuid], ARRAY['running'],
+            ARRAY[p_status], ARRAY[NULL::bigint], ARRAY[NULL::integer],
+            ARRAY[jsonb_strip_nulls(jsonb_build_object('reason', p_reason, 'error', left(p_error, 1000)))], p_now);
+        PERFORM flowforge._record_run_ended(p_org, p_run_id, p_now);
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz) IS
+  'Internal: a running graph run ends with p_status (succeeded, failed, cancelled), reason and error; event '
+  'run_<status>; the directory row''s ended_at.';
+
+-- Enter a node: count the step (max_steps) and the visit (max_visits), append
+-- it to the walk, and either end the run (a final node) or queue the node's work.
+CREATE OR REPLACE FUNCTION flowforge._graph_enter(p_org uuid, p_run_id uuid, p_node_id uuid, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_node flowforge.task;
+    v_visits integer;
+    v_run record;
+    v_item uuid;
+BEGIN
+    SELECT * INTO STRICT v_node FROM flowforge.task t WHERE t.id = p_node_id;
+    SELECT v.visits INTO v_visits FROM flowforge.graph_visit v WHERE v.run_id = p_run_id AND v.node = v_node.key;
+    IF v_node.max_visits IS NOT NULL AND coalesce(v_visits, 0) >= v_node.max_visits THEN
+        PERFORM flowforge._graph_finish(p_org, p_run_id, 'failed', 'max_visits',
+            format('node "%s" would be entered a %sth time (max_visits %s)', v_node.key, v_visits + 1, v_node.max_visits),
+            p_now);
+        RETURN;
+    END IF;
+    UPDATE flowforge.graph_run g SET steps = g.steps + 1, task = v_node.key, updated_at = p_now
+    FROM flowforge.workflow w
+    WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running' AND g.steps < g.max_steps
+      AND w.id = g.definition_id
+    RETURNING g.steps, g.state, w.name AS definition
+    INTO v_run;
+    IF NOT FOUND THEN
+        PERFORM flowforge._graph_finish(p_org, p_run_id, 'failed', 'max_steps',
+            format('entering node "%s" would be step %s, over max_steps %s', v_node.key,
+                   (SELECT g.steps + 1 FROM flowforge.graph_run g WHERE g.organization_id = p_org AND g.run_id = p_run_id),
+                   (SELECT g.max_steps FROM flowforge.graph_run g WHERE g.organization_id = p_org AND g.run_id = p_run_id)),
+            p_now);
+        RETURN;
+    END IF;
+    INSERT INTO flowforge.graph_visit AS v (organization_id, run_id, node, visits)
+    VALUES (p_org, p_run_id, v_node.key, 1)
+    ON CONFLICT ON CONSTRAINT graph_visit_pkey DO UPDATE SET visits = v.visits + 1
+    RETURNING v.visits INTO v_visits;
+    IF NOT v_node.is_final THEN
+        v_item := flowforge._enqueue_work(p_org, 'graph', p_run_id, v_node,
+            jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visits),
+            flowforge._affinity_key(v_node.affinity, p_run_id, v_run.definition,
+                                    jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visits)),
+            p_now);
+    END IF;
+    INSERT INTO flowforge.graph_step (organization_id, run_id, step, node, visit, work_item_id, entered_at)
+    VALUES (p_org, p_run_id, v_run.steps, v_node.key, v_visits, v_item, p_now);
+    IF v_node.is_final THEN
+        PERFORM flowforge._graph_finish(p_org, p_run_id, 'succeeded', format('reached final node "%s"', v_node.key),
+                                        NULL, p_now);
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._graph_enter(uuid, uuid, uuid, timestamptz) IS
+  'Internal: run p_run_id enters node p_node_id — fails with reason max_visits or max_steps when that bound would be '
+  'crossed; otherwise steps + 1, the node''s visit count + 1, a graph_step row, and the node''s work item '
+  '(payload {"state", "node", "visit"}) or, for a final node, the run''s success.';
+
+-- A node's work item completed: merge its output into the run's data, take
+-- the first edge whose condition holds (or that has none), enter its target.
+CREATE OR REPLACE FUNCTION flowforge._graph_item_succeeded(p_run_id uuid, p_work_item_id uuid, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_item record;
+    v_state jsonb;
+    v_doc jsonb;
+    v_next uuid;
+BEGIN
+    SELECT w.organization_id, w.task_id, w.task_name, w.output INTO STRICT v_item
+    FROM flowforge.work_item w WHERE w.id = p_work_item_id;
+    -- An object's top-level keys replace the data's; any other value is kept under the node's key.
+    UPDATE flowforge.graph_run g
+    SET state = CASE WHEN v_item.output IS NULL THEN g.state
+                     WHEN jsonb_typeof(v_item.output) = 'object' THEN g.state || v_item.output
+                     ELSE g.state || jsonb_build_object(v_item.task_name, v_item.output) END,
+        updated_at = p_now
+    WHERE g.organization_id = v_item.organization_id AND g.run_id = p_run_id AND g.status = 'running'
+    RETURNING g.state INTO v_state;
+    IF NOT FOUND THEN
+        RETURN;  -- the run already ended (cancelled while the item ran)
+    END IF;
+    v_doc := jsonb_build_object('output', coalesce(v_item.output, 'null'), 'state', v_state,
+                                'visits', (SELECT coalesce(jsonb_object_agg(v.node, v.visits), '{}')
+                                           FROM flowforge.graph_visit v WHERE v.run_id = p_run_id));
+    -- An edge whose predicate is unknown or cannot be evaluated is not taken.
+    SELECT e.to_task_id INTO v_next
+    FROM flowforge.graph_edge e
+    WHERE e.from_task_id = v_item.task_id
+      AND (e.condition IS NULL OR jsonb_path_match(v_doc, e.condition, silent => true) IS TRUE)
+    ORDER BY e.position
+    LIMIT 1;
+    IF v_next IS NULL THEN
+        PERFORM flowforge._graph_finish(v_item.organization_id, p_run_id, 'failed',
+            format('no edge from node "%s" matched', v_item.task_name), NULL, p_now);
+        RETURN;
+    END IF;
+    PERFORM flowforge._graph_enter(v_item.organization_id, p_run_id, v_next, p_now);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._graph_item_succeeded(uuid, uuid, timestamptz) IS
+  'Internal (graph hook): merges the completed item''s output into the run''s data (an object''s keys replace the '
+  'data''s; another value goes under the node''s key), evaluates the node''s edges in order with jsonb_path_match '
+  'over {"output", "state", "visits"} and enters the first that holds; no edge: the run fails naming the node.';
+
+CREATE OR REPLACE FUNCTION flowforge._graph_item_failed(p_run_id uuid, p_work_item_id uuid, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_item record;
+BEGIN
+    SELECT w.organization_id, w.task_name, w.error, w.retry_count INTO STRICT v_item
+    FROM flowforge.work_item w WHERE w.id = p_work_item_id;
+    PERFORM flowforge._graph_finish(v_item.organization_id, p_run_id, 'failed',
+        format('node "%s" failed after %s attempt(s)', v_item.task_name, v_item.retry_count + 1), v_item.error, p_now);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._graph_item_failed(uuid, uuid, timestamptz) IS
+  'Internal (graph hook): a node''s work item failed for good — the run fails with the item''s error.';
