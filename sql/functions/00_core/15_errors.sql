@@ -99,3 +99,18 @@ $$;
 COMMENT ON FUNCTION flowforge._refuse_item_write(uuid, bigint, text) IS
   'Internal: raises FF001 (no such work item in this organization), FF004 (stale fencing token or timed out) or '
   'FF005 (token current but the item is not dispatched). Never returns.';
+
+-- A machine refuses an event synchronously: FF012, and the caller's transaction writes nothing.
+CREATE OR REPLACE FUNCTION flowforge._event_refused(p_run_id uuid, p_event text, p_reason text, p_hint text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'event "%" refused: %', p_event, p_reason
+        USING ERRCODE = 'FF012', DETAIL = format('run %s', p_run_id), HINT = p_hint;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._event_refused(uuid, text, text, text) IS
+  'Internal: raises FF012 (event refused: nothing was written) for event p_event of run p_run_id with the reason '
+  'and a hint. Never returns.';

@@ -27,6 +27,7 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_task_succeeded(p_run_id, p_node_id, p_now);
         WHEN 'graph' THEN PERFORM flowforge._graph_item_succeeded(p_run_id, p_unit_id, p_now);
+        WHEN 'statemachine' THEN PERFORM flowforge._machine_item_succeeded(p_run_id, p_unit_id, p_now);
     END CASE;
 END;
 $$;
@@ -43,6 +44,7 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_task_failed_for_good(p_run_id, p_node_id, p_now);
         WHEN 'graph' THEN PERFORM flowforge._graph_item_failed(p_run_id, p_unit_id, p_now);
+        WHEN 'statemachine' THEN PERFORM flowforge._machine_item_failed(p_run_id, p_unit_id, p_now);
     END CASE;
 END;
 $$;
@@ -59,7 +61,7 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._tasks_ready(p_run_id, p_now);
         -- A retried item is picked up when its backoff ends (workers poll; tick wakes nobody for it).
-        WHEN 'graph' THEN PERFORM flowforge._notify_ready();
+        WHEN 'graph', 'statemachine' THEN PERFORM flowforge._notify_ready();
     END CASE;
 END;
 $$;
@@ -81,6 +83,8 @@ BEGIN
                                                          p_idempotency_key, p_now);
         WHEN 'graph' THEN PERFORM flowforge._graph_start_run(p_org, p_run_id, p_workflow_id, p_spec, p_input,
                                                              p_idempotency_key, p_now);
+        WHEN 'statemachine' THEN PERFORM flowforge._machine_start_run(p_org, p_run_id, p_workflow_id, p_spec, p_input,
+                                                                      p_idempotency_key, p_now);
     END CASE;
 END;
 $$;
@@ -97,6 +101,7 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_cancel_run(p_org, p_run_id, p_reason, p_now);
         WHEN 'graph' THEN PERFORM flowforge._graph_cancel_run(p_org, p_run_id, p_reason, p_now);
+        WHEN 'statemachine' THEN PERFORM flowforge._machine_cancel_run(p_org, p_run_id, p_reason, p_now);
     END CASE;
 END;
 $$;
@@ -112,6 +117,7 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_retry_run(p_org, p_run_id, p_now);
         WHEN 'graph' THEN PERFORM flowforge._graph_retry_run(p_org, p_run_id, p_now);
+        WHEN 'statemachine' THEN PERFORM flowforge._machine_retry_run(p_org, p_run_id, p_now);
     END CASE;
 END;
 $$;
@@ -132,7 +138,9 @@ BEGIN
     CASE coalesce(p_spec ->> 'kind', 'dag')
         WHEN 'dag' THEN RETURN flowforge._normalize_dag_spec(p_spec);
         WHEN 'graph' THEN RETURN flowforge._normalize_graph_spec(p_spec);
-        ELSE PERFORM flowforge._invalid_definition(format('kind %s is not supported (supported: "dag", "graph")', p_spec -> 'kind'));
+        WHEN 'statemachine' THEN RETURN flowforge._normalize_machine_spec(p_spec);
+        ELSE PERFORM flowforge._invalid_definition(format(
+            'kind %s is not supported (supported: "dag", "graph", "statemachine")', p_spec -> 'kind'));
     END CASE;
     RETURN NULL;  -- unreachable: every branch returns or raises
 END;
@@ -150,6 +158,7 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_define_tasks(p_org, p_workflow_id, p_spec, p_now);
         WHEN 'graph' THEN PERFORM flowforge._graph_define(p_org, p_workflow_id, p_spec, p_now);
+        WHEN 'statemachine' THEN PERFORM flowforge._machine_define(p_org, p_workflow_id, p_spec, p_now);
     END CASE;
 END;
 $$;
@@ -184,6 +193,7 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN RETURN flowforge._dag_run_detail(p_org, p_run_id);
         WHEN 'graph' THEN RETURN flowforge._graph_run_detail(p_org, p_run_id);
+        WHEN 'statemachine' THEN RETURN flowforge._machine_run_detail(p_org, p_run_id);
     END CASE;
 END;
 $$;

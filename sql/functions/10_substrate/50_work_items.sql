@@ -75,8 +75,8 @@ BEGIN
     END IF;
     IF claim_work.engine_kinds IS NOT NULL
        AND (cardinality(claim_work.engine_kinds) = 0 OR array_position(claim_work.engine_kinds, NULL) IS NOT NULL
-            OR NOT claim_work.engine_kinds <@ ARRAY['dag', 'graph']) THEN
-        RAISE EXCEPTION 'engine_kinds must be NULL (any) or a list of dag, graph'
+            OR NOT claim_work.engine_kinds <@ ARRAY['dag', 'graph', 'statemachine']) THEN
+        RAISE EXCEPTION 'engine_kinds must be NULL (any) or a list of dag, graph, statemachine'
             USING ERRCODE = 'FF003', HINT = 'The engines this agent serves.';
     END IF;
     IF claim_work.task_names IS NOT NULL

@@ -68,8 +68,9 @@ BEGIN
     -- organization's (engine_run_tenant_created) or one workflow's, each of its
     -- versions newest first (engine_run_definition_recent), merged.
     RETURN QUERY
-    SELECT e.run_id, w.name::text, w.version, coalesce(r.state, g.status)::text, r.tasks_total, r.tasks_remaining,
-           r.tasks_failed, e.created_at, coalesce(r.started_at, g.started_at), coalesce(r.finished_at, g.finished_at),
+    SELECT e.run_id, w.name::text, w.version, coalesce(r.state, g.status, m.status)::text, r.tasks_total, r.tasks_remaining,
+           r.tasks_failed, e.created_at, coalesce(r.started_at, g.started_at, m.started_at),
+           coalesce(r.finished_at, g.finished_at, m.finished_at),
            e.engine_kind::text
     FROM (
         SELECT x.* FROM flowforge.engine_run x
@@ -84,7 +85,9 @@ BEGIN
     JOIN flowforge.workflow w ON w.id = e.definition_id
     LEFT JOIN flowforge.workflow_run r ON e.engine_kind = 'dag' AND r.id = e.run_id
     LEFT JOIN flowforge.graph_run g ON e.engine_kind = 'graph' AND g.organization_id = v_org AND g.run_id = e.run_id
-    WHERE list_runs.with_state IS NULL OR coalesce(r.state, g.status) = list_runs.with_state
+    LEFT JOIN flowforge.machine_run m ON e.engine_kind = 'statemachine' AND m.organization_id = v_org
+                                         AND m.run_id = e.run_id
+    WHERE list_runs.with_state IS NULL OR coalesce(r.state, g.status, m.status) = list_runs.with_state
     ORDER BY e.created_at DESC, e.id DESC
     LIMIT list_runs.max_rows;
 END;
