@@ -96,6 +96,12 @@ class SchemaVersionMismatch(FlowForgeError):
     code = "FF010"
 
 
+class EventRefused(FlowForgeError):
+    """FF012: a state machine refused an event (ended, no transition, no guard held); nothing was written."""
+
+    code = "FF012"
+
+
 class DatabaseUnavailable(FlowForgeError):
     """The database could not be reached, refused the connection, or dropped it.
 
@@ -129,6 +135,7 @@ BY_SQLSTATE: dict[str, type[FlowForgeError]] = {
         NotAuthenticated,
         PayloadTooLarge,
         SchemaVersionMismatch,
+        EventRefused,
     )
 }
 """SQLSTATE -> exception class for FlowForge's own codes."""
