@@ -25,6 +25,8 @@ The SQL folder is found, in order, at ``$FLOWFORGE_SQL_DIR``, at
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,7 @@ from yoyo import read_migrations
 from yoyo.backends import get_backend_class
 from yoyo.connections import DatabaseURI
 from yoyo.exceptions import LockTimeout, MigrationConflict
+from yoyo.migrations import MigrationList
 
 from . import db, errors
 from .catalog import Catalog
@@ -157,26 +160,68 @@ def migrate(dsn: str) -> MigrateResult:
     migrations = _read_migrations()
     with _locked(backend), db.mapped_errors():
         pending = backend.to_apply(migrations)
-        backend.apply_migrations(pending)
+        with _quiet():
+            backend.apply_migrations(pending)
         result.applied = [m.id for m in pending]
         result.function_files = apply_functions(dsn)
     return result
 
 
-def rollback(dsn: str) -> MigrateResult:
-    """Roll back every applied migration, newest first.
+class RemovesEverything(errors.InvalidArgument):
+    """A rollback that would include the first migration, whose rollback drops schema ``flowforge``."""
 
-    The first migration's rollback drops schema ``flowforge`` CASCADE, which
-    also removes every function, so functions need no separate step.
+
+def rollback(dsn: str, *, to: str | None = None, everything: bool = False) -> MigrateResult:
+    """Roll back the newest applied migration; with ``to``, every one newer than it; with ``everything``, all.
+
+    One step is the default because a rollback destroys what the migration
+    created, data included.  Rolling back the first migration drops schema
+    ``flowforge`` CASCADE (every table, row and function), so a plan that
+    reaches it is refused with ``RemovesEverything`` unless ``everything``
+    says so; asking for confirmation is the caller's (the CLI's) business.
+    Non-transactional migrations (``-- transactional: false``) roll back
+    statement by statement outside a transaction, as yoyo applies them.
     """
     result = MigrateResult()
     backend = _backend(dsn)
     migrations = _read_migrations()
     with _locked(backend), db.mapped_errors():
-        applied = backend.to_rollback(migrations)
-        backend.rollback_migrations(applied)
-        result.rolled_back = [m.id for m in applied]
+        applied = list(backend.to_rollback(migrations))  # newest first
+        plan = _rollback_plan(applied, to=to, everything=everything)
+        for migration in plan:
+            with _quiet():
+                backend.rollback_migrations(MigrationList([migration]))
+            result.rolled_back.append(migration.id)
     return result
+
+
+def _rollback_plan(applied: list, *, to: str | None, everything: bool) -> list:
+    """Which of the applied migrations (newest first) to roll back, in that order."""
+    if everything:
+        return applied
+    if to is not None:
+        target = resolve_migration_id(to)
+        ids = [m.id for m in applied]
+        if target not in ids:
+            raise errors.InvalidArgument(f"{target} is not applied to this database, so it cannot be kept"
+                                         + (f"; the newest applied is {ids[0]}" if ids else ""))
+        plan = applied[: ids.index(target)]
+    else:
+        plan = applied[:1]
+    first = known_migration_ids()[0]
+    if any(m.id == first for m in plan):
+        raise RemovesEverything(f"rolling back {first} drops schema flowforge and all its data")
+    return plan
+
+
+def resolve_migration_id(text: str) -> str:
+    """A shipped migration id from its full id or its number (``0012`` → ``0012_gateway_tokens``)."""
+    text = text.strip()
+    known = known_migration_ids()
+    matches = [m for m in known if m == text or m.split("_", 1)[0] == text]
+    if len(matches) != 1:
+        raise errors.InvalidArgument(f"no shipped migration {text!r}; known: {known[0]} .. {known[-1]}")
+    return matches[0]
 
 
 def apply_functions(dsn: str) -> list[str]:
@@ -206,6 +251,12 @@ def applied_migrations(dsn: str) -> list[str]:
     """Ids recorded in yoyo's table (empty when the database was never migrated)."""
     with db.connect(dsn) as conn:
         return Catalog(conn).applied_migrations()
+
+
+def _quiet():
+    """yoyo prints the rows of any statement that returns some (a rollback's ``SELECT 'no undo'``) to
+    stdout; they mean nothing to the user and would corrupt ``--json`` output."""
+    return contextlib.redirect_stdout(io.StringIO())
 
 
 class _locked:
