@@ -32,7 +32,8 @@ def migrate(settings: Settings, rollback: bool, to_version: str | None, everythi
         raise click.UsageError("--to and --all exclude each other")
     if yes and not everything:
         raise click.UsageError("--yes only confirms --all")
-    dsn = db.resolve_dsn(settings)
+    # A fresh folder gets its embedded database here (and in `demo`); a rollback has nothing to undo there.
+    dsn = db.resolve_dsn(settings, create_embedded=not rollback)
     if rollback:
         _rollback(settings, dsn, to_version, everything, yes)
         return
