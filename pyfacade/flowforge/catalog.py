@@ -52,6 +52,14 @@ class Catalog:
         """Every named argument of every flowforge function: {function, name, mode, type}."""
         return fetch_all(self.conn, queries.FUNCTION_ARGUMENTS)
 
+    def lock_blockers(self, application_name: str) -> list[dict]:
+        """Sessions blocking a waiting backend named ``application_name`` (``lock_waits.Blocker``'s fields)."""
+        return fetch_all(self.conn, queries.LOCK_BLOCKERS, {"application_name": application_name})
+
+    def drop_invalid_index_statements(self) -> list[str]:
+        """``DROP INDEX CONCURRENTLY`` statements for the INVALID indexes in schema flowforge."""
+        return [row["statement"] for row in fetch_all(self.conn, queries.DROP_INVALID_INDEXES)]
+
     def regtype(self, text: str) -> str | None:
         """``text`` as PostgreSQL spells the type it names, or None when it names no type.
 

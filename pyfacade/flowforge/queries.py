@@ -74,6 +74,48 @@ SELECT p.proname::text AS function, a.name::text, a.mode::text, format_type(a.ty
  WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proargnames IS NOT NULL
 """
 
+# --- migrations that wait for a lock (flowforge.lock_waits) --------------------
+
+# Who blocks a waiting backend of `flowforge migrate` (by its application_name)
+# in this database: each blocking session, what it holds of the relation the
+# migration waits for (for CREATE INDEX CONCURRENTLY's wait on old snapshots,
+# which names no relation: what it holds of flowforge's tables), the session
+# holding the contested lock first, then the oldest transaction.
+LOCK_BLOCKERS = """
+SELECT pid, usename, application_name, state, state_seconds, xact_seconds, held, wanted
+  FROM (SELECT b.pid, b.usename::text AS usename, nullif(b.application_name, '') AS application_name, b.state,
+               extract(epoch FROM now() - b.state_change)::float8 AS state_seconds,
+               extract(epoch FROM now() - b.xact_start)::float8 AS xact_seconds,
+               (SELECT string_agg(DISTINCT h.mode || ' on ' || h.relation::regclass::text, ', ')
+                  FROM pg_catalog.pg_locks h
+                 WHERE h.pid = b.pid AND h.granted AND h.locktype = 'relation'
+                   AND (h.relation = w.relation
+                        OR (w.relation IS NULL AND h.relation IN (
+                                SELECT c.oid FROM pg_catalog.pg_class c
+                                  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                                 WHERE n.nspname = 'flowforge' AND c.relkind IN ('r', 'p'))))) AS held,
+               w.mode || coalesce(' on ' || w.relation::regclass::text, ' (' || w.locktype || ')') AS wanted,
+               b.xact_start
+          FROM pg_catalog.pg_stat_activity a
+          JOIN pg_catalog.pg_locks w ON w.pid = a.pid AND NOT w.granted
+         CROSS JOIN LATERAL unnest(pg_catalog.pg_blocking_pids(a.pid)) AS bp(pid)
+          JOIN pg_catalog.pg_stat_activity b ON b.pid = bp.pid
+         WHERE a.datname = current_database() AND a.application_name = %(application_name)s::text) AS blockers
+ ORDER BY held IS NULL, xact_start NULLS LAST, pid
+"""
+
+# Indexes in schema flowforge that a failed CREATE INDEX CONCURRENTLY (or an
+# interrupted migrate) left INVALID, as the statements that drop them: an
+# `IF NOT EXISTS` build would otherwise keep the broken index for good.
+# Sent without parameters, so its % signs reach format() as they are.
+DROP_INVALID_INDEXES = """
+SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I.%I', n.nspname, c.relname) AS statement
+  FROM pg_catalog.pg_index i
+  JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'flowforge' AND NOT i.indisvalid
+"""
+
 # --- embedded server bootstrap ---------------------------------------------
 
 EMBEDDED_DATABASE_EXISTS = """

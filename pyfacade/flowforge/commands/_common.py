@@ -52,6 +52,17 @@ def cli_hint(cls: type[errors.FlowForgeError], hint: str, message: str | None = 
         raise
 
 
+@contextlib.contextmanager
+def cli_hint_by_sqlstate(sqlstate: str, hint: str) -> Iterator[None]:
+    """``cli_hint`` for a database error the facade has no class for, chosen by its SQLSTATE."""
+    try:
+        yield
+    except errors.DatabaseError as exc:
+        if exc.sqlstate == sqlstate:
+            exc.hint = hint
+        raise
+
+
 def json_option(fn):
     """``--json`` on a read command, equivalent to the global ``flowforge --json``."""
     return click.option("--json", "json_flag", is_flag=True,

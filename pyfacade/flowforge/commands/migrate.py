@@ -8,6 +8,9 @@ import click
 
 from .. import db, errors, migrate as migrations, render
 from ..config import Settings
+from ._common import cli_hint_by_sqlstate
+
+STATEMENT_TIMED_OUT = "57014"  # query_canceled: here, statement_timeout
 
 
 @click.command("migrate")
@@ -19,12 +22,25 @@ from ..config import Settings
               help="With --rollback: roll back every migration, dropping schema flowforge and ALL its data. "
                    "Asks for confirmation.")
 @click.option("--yes", is_flag=True, help="With --all: do not ask (for scripts).")
+@click.option("--lock-timeout", type=click.FloatRange(0.1, 600), default=migrations.DEFAULT_BOUNDS.lock_timeout,
+              show_default=True, metavar="SECONDS",
+              help="How long one statement may wait for a lock; then the step is tried again later, "
+                   "so live traffic never queues behind the migration for longer.")
+@click.option("--statement-timeout", type=click.FloatRange(0), default=migrations.DEFAULT_BOUNDS.statement_timeout,
+              show_default=True, metavar="SECONDS", help="How long one statement may run (0: no limit).")
+@click.option("--max-wait", type=click.FloatRange(0), default=migrations.DEFAULT_BOUNDS.max_wait,
+              show_default=True, metavar="SECONDS",
+              help="How long to keep trying steps that could not get their locks before failing.")
 @click.pass_obj
-def migrate(settings: Settings, rollback: bool, to_version: str | None, everything: bool, yes: bool) -> None:
+def migrate(settings: Settings, rollback: bool, to_version: str | None, everything: bool, yes: bool,
+            lock_timeout: float, statement_timeout: float, max_wait: float) -> None:
     """Apply pending migrations and refresh every SQL function.
 
     Safe to run any time: with nothing pending it only re-applies the
     function definitions, so the database always has this code's functions.
+    A step that cannot get a lock within --lock-timeout is tried again with
+    a growing pause (each retry says on stderr which session is in the way)
+    until --max-wait, then migrate fails with that explanation.
     """
     if (to_version or everything or yes) and not rollback:
         raise click.UsageError("--to, --all and --yes go with --rollback")
@@ -34,11 +50,21 @@ def migrate(settings: Settings, rollback: bool, to_version: str | None, everythi
         raise click.UsageError("--yes only confirms --all")
     # A fresh folder gets its embedded database here (and in `demo`); a rollback has nothing to undo there.
     dsn = db.resolve_dsn(settings, create_embedded=not rollback)
-    if rollback:
-        _rollback(settings, dsn, to_version, everything, yes)
-        return
+    bounds = migrations.Bounds(lock_timeout=lock_timeout, statement_timeout=statement_timeout, max_wait=max_wait)
+    with cli_hint_by_sqlstate(STATEMENT_TIMED_OUT, "a statement ran longer than --statement-timeout; "
+                                                   "raise it for a large table"):
+        if rollback:
+            _rollback(settings, dsn, to_version, everything, yes, bounds)
+        else:
+            _migrate(settings, dsn, bounds)
 
-    result = migrations.migrate(dsn)
+
+def _report(line: str) -> None:
+    click.echo(f"flowforge: migrate: {line}", err=True)
+
+
+def _migrate(settings: Settings, dsn: str, bounds: migrations.Bounds) -> None:
+    result = migrations.migrate(dsn, bounds, report=_report)
     version = migrations.known_schema_version()
     if settings.json:
         click.echo(render.as_json({
@@ -54,11 +80,12 @@ def migrate(settings: Settings, rollback: bool, to_version: str | None, everythi
     click.echo(f"refreshed functions from {len(result.function_files)} file(s); schema version {version}")
 
 
-def _rollback(settings: Settings, dsn: str, to_version: str | None, everything: bool, yes: bool) -> None:
+def _rollback(settings: Settings, dsn: str, to_version: str | None, everything: bool, yes: bool,
+              bounds: migrations.Bounds) -> None:
     if everything and not yes:
         _confirm_removing_everything(dsn)
     try:
-        result = migrations.rollback(dsn, to=to_version, everything=everything)
+        result = migrations.rollback(dsn, to=to_version, everything=everything, bounds=bounds, report=_report)
     except migrations.RemovesEverything as exc:
         exc.hint = "that removes everything: pass --all (and confirm) if you mean it"
         raise
