@@ -110,6 +110,11 @@ class Client:
         """A version (default the latest): {id, name, version, kind, created_at, spec, versions}."""
         return _parse_times(fetch_value(self.conn, queries.GET_WORKFLOW, {"name": name, "version": version}))
 
+    def task_timeouts(self, name: str, version: int) -> dict[str, timedelta | None]:
+        """Each task key of a workflow version → its timeout (None: no timeout)."""
+        return {row["key"]: row["timeout"]
+                for row in fetch_all(self.conn, queries.TASK_TIMEOUTS, {"name": name, "version": version})}
+
     # --- runs ------------------------------------------------------------------------------
 
     def start_run(self, workflow: str, input: Any = None, idempotency_key: str | None = None) -> uuid.UUID:
@@ -155,6 +160,10 @@ class Client:
                         dispatch_lease: Interval = timedelta(minutes=5)) -> None:
         execute(self.conn, queries.CONFIGURE_QUEUE, {"name": name, "exchange": exchange,
                                                      "routing_key": routing_key, "dispatch_lease": dispatch_lease})
+
+    def list_queues(self) -> list[dict]:
+        """Every configured queue or queue with live tasks: delivery, routing, ready/running counts."""
+        return fetch_all(self.conn, queries.LIST_QUEUES)
 
     def queue_settings(self, names: Sequence[str]) -> list[QueueSetting]:
         return fetch_all(self.conn, queries.QUEUE_SETTINGS, {"names": list(names)}, row=_QUEUES)

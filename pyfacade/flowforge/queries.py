@@ -271,6 +271,19 @@ SELECT id, workflow_name AS workflow, version, state, tasks_total,
 
 GET_RUN = "SELECT flowforge.get_run(run_id => %(run_id)s::uuid) AS run"
 
+# `run show` / `run watch`: each task's timeout in the run's workflow version,
+# so TOOK of a timed-out task stops at started_at + timeout, not at the reap.
+TASK_TIMEOUTS = """
+SELECT t ->> 'key' AS key, (t ->> 'timeout')::interval AS timeout
+  FROM jsonb_array_elements(
+           flowforge.get_workflow(name => %(name)s::text, version => %(version)s::int) -> 'spec' -> 'tasks') AS t
+"""
+
+LIST_QUEUES = """
+SELECT name, delivery, exchange, routing_key, amqp_queue, dispatch_lease, ready, running, oldest_ready_at
+  FROM flowforge.list_queues()
+"""
+
 # Resolve a run id typed as a prefix (at least 4 hex digits).
 RESOLVE_RUN_ID = "SELECT flowforge.resolve_run_id(id_prefix => %(prefix)s::text) AS id"
 
