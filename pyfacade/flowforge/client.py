@@ -78,6 +78,14 @@ class Client:
     def add_member(self, organization: str, member: str, role: str = "member") -> None:
         execute(self.conn, queries.ADD_MEMBER, {"organization": organization, "member": member, "role": role})
 
+    def onboard_login(self, organization: str, member: str, role: str = "member", *, statement_timeout: str = "30s",
+                      lock_timeout: str = "5s", idle_in_transaction_timeout: str = "60s") -> None:
+        """add_member plus the login's three timeouts (the operator's path: superuser or CREATEROLE)."""
+        execute(self.conn, queries.ONBOARD_LOGIN, {
+            "organization": organization, "member": member, "role": role, "statement_timeout": statement_timeout,
+            "lock_timeout": lock_timeout, "idle_in_transaction_timeout": idle_in_transaction_timeout,
+        })
+
     def remove_member(self, organization: str, member: str) -> None:
         execute(self.conn, queries.REMOVE_MEMBER, {"organization": organization, "member": member})
 

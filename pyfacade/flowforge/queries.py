@@ -74,6 +74,71 @@ SELECT p.proname::text AS function, a.name::text, a.mode::text, format_type(a.ty
  WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proargnames IS NOT NULL
 """
 
+# --- sessions and logins (doctor) ----------------------------------------------
+
+# Connection slots: what non-superusers may use (max_connections less the
+# superuser reserve; PostgreSQL 15 has no reserved_connections for other roles)
+# and how many client backends hold one now, in every database of the cluster.
+CONNECTION_SLOTS = """
+SELECT current_setting('max_connections')::int AS max_connections,
+       current_setting('superuser_reserved_connections')::int AS superuser_reserved,
+       (SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'client backend')::int AS in_use
+"""
+
+# FlowForge's logins (cluster-wide: login roles that are members of a runtime
+# role), their CONNECTION LIMIT (-1: none) and how many sessions each has now.
+FLOWFORGE_LOGINS = """
+SELECT r.rolname::text AS login, r.rolconnlimit AS connection_limit,
+       (SELECT count(*) FROM pg_catalog.pg_stat_activity a WHERE a.usesysid = r.oid)::int AS connections,
+       array(SELECT g.rolname::text FROM pg_catalog.pg_roles g
+              WHERE g.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway',
+                                  'flowforge_readonly')
+                AND pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')
+              ORDER BY 1) AS runtime_roles
+  FROM pg_catalog.pg_roles r
+ WHERE r.rolcanlogin AND NOT r.rolsuper
+   AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles g
+                WHERE g.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway',
+                                    'flowforge_readonly')
+                  AND pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER'))
+ ORDER BY 1
+"""
+
+# Logins mapped to an organization in this database, and which of the three
+# runtime timeouts they lack (no ALTER ROLE ... SET for this or every database,
+# or set to 0, which disables it). Group-role settings never reach a login.
+LOGIN_TIMEOUTS_MISSING = """
+SELECT m.member::text AS login, o.slug AS organization,
+       array(SELECT s.name
+               FROM unnest(ARRAY['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout']) AS s(name)
+              WHERE NOT EXISTS (
+                    SELECT 1 FROM pg_catalog.pg_db_role_setting d
+                     CROSS JOIN LATERAL unnest(d.setconfig) AS c(setting)
+                     WHERE d.setrole = r.oid
+                       AND d.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database
+                                                  WHERE datname = current_database()))
+                       AND split_part(c.setting, '=', 1) = s.name
+                       AND split_part(c.setting, '=', 2) NOT IN ('0', '0ms', '0s', '0min', '0h', '0d'))) AS missing
+  FROM flowforge.membership m
+  JOIN flowforge.organization o ON o.id = m.organization_id
+  JOIN pg_catalog.pg_roles r ON r.rolname = m.member
+ ORDER BY 1
+"""
+
+# Sessions of this database whose transaction has been open longer than
+# %(seconds)s: while one lives, VACUUM cannot remove the dead rows it might
+# still see (task_run bloats). backend_xmin: it holds a snapshot now.
+OLD_TRANSACTIONS = """
+SELECT a.pid, a.usename::text AS usename, nullif(a.application_name, '') AS application_name, a.state,
+       extract(epoch FROM now() - a.xact_start)::float8 AS xact_seconds,
+       extract(epoch FROM now() - a.state_change)::float8 AS state_seconds,
+       a.backend_xmin IS NOT NULL AS holds_snapshot
+  FROM pg_catalog.pg_stat_activity a
+ WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.backend_type = 'client backend'
+   AND a.xact_start < now() - make_interval(secs => %(seconds)s::float8)
+ ORDER BY a.xact_start
+"""
+
 # --- migrations that wait for a lock (flowforge.lock_waits) --------------------
 
 # Who blocks a waiting backend of `flowforge migrate` (by its application_name)
@@ -162,6 +227,15 @@ SELECT flowforge.create_api_key(organization => %(organization)s::text, name => 
 """
 
 REVOKE_API_KEY = "SELECT flowforge.revoke_api_key(prefix => %(prefix)s::text)"
+
+# The operator's onboarding path (`flowforge org onboard`): add_member plus the
+# login's statement, lock and idle-in-transaction timeouts.
+ONBOARD_LOGIN = """
+SELECT flowforge.onboard_login(organization => %(organization)s::text, member => %(member)s::name,
+                               role => %(role)s::text, statement_timeout => %(statement_timeout)s::text,
+                               lock_timeout => %(lock_timeout)s::text,
+                               idle_in_transaction_timeout => %(idle_in_transaction_timeout)s::text)
+"""
 
 # --- the SQL API: definitions and runs (CLI, demo) ---------------------------
 # Each is one call of a documented API function (see its COMMENT ON FUNCTION).
