@@ -54,10 +54,7 @@ class Blocker:
 
     def describe(self) -> str:
         """``waiting for pid 42 (user app, application psql), idle in transaction for 42 s, holding ...``."""
-        who = ", ".join(part for part in (f"user {self.usename}" if self.usename else "",
-                                          f"application {self.application_name}" if self.application_name else "")
-                        if part)
-        text = f"waiting for pid {self.pid}" + (f" ({who})" if who else "")
+        text = "waiting for " + session_name(self.pid, self.usename, self.application_name)
         if self.state and self.state.startswith("idle in transaction"):
             text += f", {self.state} for {_seconds(self.state_seconds)}"
         elif self.xact_seconds is not None:
@@ -67,6 +64,13 @@ class Blocker:
         elif self.wanted:
             text += f", which holds what the migration needs ({self.wanted})"
         return text
+
+
+def session_name(pid: int, usename: str | None, application_name: str | None) -> str:
+    """``pid 42 (user app, application psql)``: how every message names a session."""
+    who = ", ".join(part for part in (f"user {usename}" if usename else "",
+                                      f"application {application_name}" if application_name else "") if part)
+    return f"pid {pid}" + (f" ({who})" if who else "")
 
 
 def _seconds(value: float | None) -> str:

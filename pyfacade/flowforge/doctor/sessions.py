@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import errors
 from ..catalog import Catalog
+from ..lock_waits import session_name
 from .check import OK, PROBLEM, SKIP, WARN, Check, listed
 
 INSUFFICIENT_PRIVILEGE = "42501"
@@ -97,10 +98,7 @@ def old_transactions(catalog: Catalog, seconds: float = DEFAULT_SNAPSHOT_AGE) ->
 
 
 def _session(row: dict) -> str:
-    who = ", ".join(part for part in (f"user {row['usename']}" if row["usename"] else "",
-                                      f"application {row['application_name']}" if row["application_name"] else "")
-                    if part)
-    text = f"pid {row['pid']}" + (f" ({who})" if who else "")
+    text = session_name(row["pid"], row["usename"], row["application_name"])
     if row["state"] and row["state"].startswith("idle in transaction"):
         text += f" {row['state']} for {row['state_seconds']:.0f} s,"
     text += f" transaction open {row['xact_seconds']:.0f} s"
