@@ -52,6 +52,30 @@ class Catalog:
         """Every named argument of every flowforge function: {function, name, mode, type}."""
         return fetch_all(self.conn, queries.FUNCTION_ARGUMENTS)
 
+    def connection_slots(self) -> dict:
+        """{max_connections, superuser_reserved, in_use} for the whole cluster."""
+        return fetch_one(self.conn, queries.CONNECTION_SLOTS)
+
+    def flowforge_logins(self) -> list[dict]:
+        """Login roles in a FlowForge runtime role: {login, connection_limit (-1: none), connections, runtime_roles}."""
+        return fetch_all(self.conn, queries.FLOWFORGE_LOGINS)
+
+    def logins_missing_timeouts(self) -> list[dict]:
+        """Every mapped login of this database: {login, organization, missing (timeout setting names)}."""
+        return fetch_all(self.conn, queries.LOGIN_TIMEOUTS_MISSING)
+
+    def old_transactions(self, seconds: float) -> list[dict]:
+        """Sessions of this database with a transaction open longer than ``seconds``, oldest first."""
+        return fetch_all(self.conn, queries.OLD_TRANSACTIONS, {"seconds": seconds})
+
+    def lock_blockers(self, application_name: str) -> list[dict]:
+        """Sessions blocking a waiting backend named ``application_name`` (``lock_waits.Blocker``'s fields)."""
+        return fetch_all(self.conn, queries.LOCK_BLOCKERS, {"application_name": application_name})
+
+    def drop_invalid_index_statements(self) -> list[str]:
+        """``DROP INDEX CONCURRENTLY`` statements for the INVALID indexes in schema flowforge."""
+        return [row["statement"] for row in fetch_all(self.conn, queries.DROP_INVALID_INDEXES)]
+
     def regtype(self, text: str) -> str | None:
         """``text`` as PostgreSQL spells the type it names, or None when it names no type.
 

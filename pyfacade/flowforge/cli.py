@@ -19,6 +19,7 @@ import sys
 import click
 
 from . import __version__, config, errors
+from .commands._common import for_the_cli
 
 # (module, attribute) of every subcommand, in help order.
 COMMANDS: tuple[tuple[str, str], ...] = (
@@ -29,7 +30,10 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("flowforge.commands.workflow", "workflow"),
     ("flowforge.commands.run", "run"),
     ("flowforge.commands.queue", "queue"),
+    ("flowforge.commands.org", "org"),
     ("flowforge.commands.daemon", "daemon"),
+    ("flowforge.commands.server", "status"),
+    ("flowforge.commands.server", "stop"),
 )
 
 EXIT_ERROR = 1
@@ -70,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     except errors.FlowForgeError as exc:
         if debug:
             raise
-        _fail(str(exc), EXIT_ERROR)
+        _fail(str(for_the_cli(exc)), EXIT_ERROR)
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # noqa: BLE001 - the promise is "never a traceback"

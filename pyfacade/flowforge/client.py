@@ -78,6 +78,14 @@ class Client:
     def add_member(self, organization: str, member: str, role: str = "member") -> None:
         execute(self.conn, queries.ADD_MEMBER, {"organization": organization, "member": member, "role": role})
 
+    def onboard_login(self, organization: str, member: str, role: str = "member", *, statement_timeout: str = "30s",
+                      lock_timeout: str = "5s", idle_in_transaction_timeout: str = "60s") -> None:
+        """add_member plus the login's three timeouts (the operator's path: superuser or CREATEROLE)."""
+        execute(self.conn, queries.ONBOARD_LOGIN, {
+            "organization": organization, "member": member, "role": role, "statement_timeout": statement_timeout,
+            "lock_timeout": lock_timeout, "idle_in_transaction_timeout": idle_in_transaction_timeout,
+        })
+
     def remove_member(self, organization: str, member: str) -> None:
         execute(self.conn, queries.REMOVE_MEMBER, {"organization": organization, "member": member})
 
@@ -109,6 +117,11 @@ class Client:
     def get_workflow(self, name: str, version: int | None = None) -> dict:
         """A version (default the latest): {id, name, version, kind, created_at, spec, versions}."""
         return _parse_times(fetch_value(self.conn, queries.GET_WORKFLOW, {"name": name, "version": version}))
+
+    def task_timeouts(self, name: str, version: int) -> dict[str, timedelta | None]:
+        """Each task key of a workflow version → its timeout (None: no timeout)."""
+        return {row["key"]: row["timeout"]
+                for row in fetch_all(self.conn, queries.TASK_TIMEOUTS, {"name": name, "version": version})}
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -155,6 +168,10 @@ class Client:
                         dispatch_lease: Interval = timedelta(minutes=5)) -> None:
         execute(self.conn, queries.CONFIGURE_QUEUE, {"name": name, "exchange": exchange,
                                                      "routing_key": routing_key, "dispatch_lease": dispatch_lease})
+
+    def list_queues(self) -> list[dict]:
+        """Every configured queue or queue with live tasks: delivery, routing, ready/running counts."""
+        return fetch_all(self.conn, queries.LIST_QUEUES)
 
     def queue_settings(self, names: Sequence[str]) -> list[QueueSetting]:
         return fetch_all(self.conn, queries.QUEUE_SETTINGS, {"names": list(names)}, row=_QUEUES)

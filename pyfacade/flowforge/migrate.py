@@ -18,6 +18,14 @@ Two kinds of SQL live in the repository:
 Both steps run under yoyo's lock (a row in ``yoyo_lock``), so concurrent
 ``flowforge migrate`` calls serialise instead of racing.
 
+Every connection of a migrate carries ``lock_timeout`` and
+``statement_timeout`` (``Bounds``): a migration never waits behind an idle
+transaction for longer than a few seconds, so the claims queued behind its
+lock request drain; it is tried again with a backoff, saying who is in the
+way, until ``Bounds.max_wait`` (``flowforge.lock_waits``).  The migrations
+themselves keep to CONTRIBUTING.md's policy (indexes on existing tables
+``CONCURRENTLY``, constraints ``NOT VALID`` then ``VALIDATE``).
+
 The SQL folder is found, in order, at ``$FLOWFORGE_SQL_DIR``, at
 ``<package>/sql`` (a wheel install: pyproject force-includes it there), or at
 ``<repo>/sql`` next to ``pyfacade/`` (a source or editable install).
@@ -25,23 +33,30 @@ The SQL folder is found, in order, at ``$FLOWFORGE_SQL_DIR``, at
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import psycopg
+from psycopg import conninfo as _conninfo
 from yoyo import read_migrations
 from yoyo.backends import get_backend_class
 from yoyo.connections import DatabaseURI
 from yoyo.exceptions import LockTimeout, MigrationConflict
+from yoyo.migrations import MigrationList
 
-from . import db, errors
+from . import db, errors, lock_waits
 from .catalog import Catalog
 from .config import SQL_DIR_ENV
+from .db.statements import execute
 
 YOYO_SCHEME = "postgresql+psycopg"
 YOYO_MIGRATION_TABLE = "_yoyo_migration"
-LOCK_TIMEOUT = 60  # seconds to wait for another migrate to finish
+MIN_LOCK_WAIT = 60  # seconds to wait at least for another migrate to finish (yoyo's lock)
+MIGRATE_APPLICATION = "flowforge-migrate"  # application_name of a migrate's sessions
 GRANTS_FILE = "99_grants.sql"  # ownership and EXECUTE for every function: applied after all the others
 
 
@@ -127,7 +142,7 @@ def _backend(dsn: str):
     parts = db.parse_dsn(dsn)
     dbname = parts.pop("dbname", None)
     parts.setdefault("connect_timeout", str(db.DEFAULT_CONNECT_TIMEOUT))
-    parts.setdefault("application_name", db.APPLICATION_NAME + "-migrate")
+    parts.setdefault("application_name", MIGRATE_APPLICATION)
     uri = DatabaseURI(YOYO_SCHEME, None, None, None, None, dbname, parts)
     backend = get_backend_class(YOYO_SCHEME)(uri, YOYO_MIGRATION_TABLE)
     try:
@@ -148,35 +163,162 @@ def _read_migrations():
         raise errors.InvalidArgument(f"inconsistent migration files: {exc}") from None
 
 
+# --- how long a migration may wait ----------------------------------------------
+
+@dataclass(frozen=True)
+class Bounds:
+    """Time limits of every connection a migrate opens (see ``flowforge.lock_waits``).
+
+    ``lock_timeout``: seconds one statement may wait for a lock before it gives
+    up, so live traffic never queues behind a migration for longer; the step
+    is then tried again.  ``statement_timeout``: seconds one statement may run
+    (0: no limit).  ``max_wait``: seconds a whole migrate keeps trying again
+    (and waits for another migrate's yoyo lock) before it fails.
+    """
+
+    lock_timeout: float = 5.0
+    statement_timeout: float = 600.0
+    max_wait: float = 300.0
+
+
+DEFAULT_BOUNDS = Bounds()
+
+
+def _silent(line: str) -> None:
+    pass
+
+
+def _bounded(dsn: str, bounds: Bounds) -> tuple[str, str]:
+    """``dsn`` with the bounds as startup options, and the application_name its sessions go by.
+
+    As startup options (``-c lock_timeout=...``) they hold for every
+    connection yoyo opens (one per migration) and survive its ROLLBACKs.
+    The application_name is how ``BlockerWatch`` finds the migration's
+    waiting backend.
+    """
+    parts = db.parse_dsn(dsn)
+    application = parts.get("application_name") or MIGRATE_APPLICATION
+    options = " ".join(filter(None, [parts.get("options", ""),
+                                     f"-c lock_timeout={_ms(bounds.lock_timeout)}",
+                                     f"-c statement_timeout={_ms(bounds.statement_timeout)}"]))
+    return _conninfo.make_conninfo(dsn, application_name=application, options=options), application
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
 # --- the three operations -----------------------------------------------------
 
-def migrate(dsn: str) -> MigrateResult:
-    """Apply pending migrations, then re-apply every function file. Idempotent."""
-    result = MigrateResult()
-    backend = _backend(dsn)
-    migrations = _read_migrations()
-    with _locked(backend), db.mapped_errors():
-        pending = backend.to_apply(migrations)
-        backend.apply_migrations(pending)
-        result.applied = [m.id for m in pending]
-        result.function_files = apply_functions(dsn)
-    return result
+def migrate(dsn: str, bounds: Bounds = DEFAULT_BOUNDS, report: Callable[[str], None] = _silent) -> MigrateResult:
+    """Apply pending migrations one by one, then re-apply every function file. Idempotent.
 
-
-def rollback(dsn: str) -> MigrateResult:
-    """Roll back every applied migration, newest first.
-
-    The first migration's rollback drops schema ``flowforge`` CASCADE, which
-    also removes every function, so functions need no separate step.
+    Each migration and the function files are one step each: a step that
+    times out on a lock (``bounds.lock_timeout``) has changed nothing and is
+    tried again until ``bounds.max_wait``; ``report`` hears why.  Migrations
+    applied before a failure stay applied (each commits on its own).
     """
     result = MigrateResult()
+    dsn, application = _bounded(dsn, bounds)
     backend = _backend(dsn)
     migrations = _read_migrations()
-    with _locked(backend), db.mapped_errors():
-        applied = backend.to_rollback(migrations)
-        backend.rollback_migrations(applied)
-        result.rolled_back = [m.id for m in applied]
+    retrier = lock_waits.Retrier(dsn, application, lock_timeout=bounds.lock_timeout, max_wait=bounds.max_wait,
+                                 report=report)
+    with _locked(backend, bounds.max_wait):
+        with db.mapped_errors():
+            pending = list(backend.to_apply(migrations))
+        for migration in pending:
+            retrier.run(lambda: _step(backend, migration, dsn, "apply", report), migration.id)
+            result.applied.append(migration.id)
+        result.function_files = retrier.run(lambda: apply_functions(dsn), "the function files")
     return result
+
+
+def _step(backend, migration, dsn: str, direction: str, report: Callable[[str], None]) -> None:
+    """Apply or roll back one migration, errors mapped by SQLSTATE.
+
+    A non-transactional migration first loses any INVALID index in schema
+    flowforge: a ``CREATE INDEX CONCURRENTLY`` that timed out (or a migrate
+    that was killed) leaves one behind, and ``IF NOT EXISTS`` would keep it.
+    """
+    one = MigrationList([migration])
+    with db.mapped_errors():
+        migration.load()
+        if not migration.use_transactions:
+            _drop_invalid_indexes(dsn, report)
+        with _quiet():
+            if direction == "apply":
+                backend.apply_migrations_only(one)
+            else:
+                backend.rollback_migrations(one)
+
+
+def _drop_invalid_indexes(dsn: str, report: Callable[[str], None]) -> None:
+    with db.connect(dsn, autocommit=True) as conn:  # DROP INDEX CONCURRENTLY cannot run in a transaction
+        for statement in Catalog(conn).drop_invalid_index_statements():
+            report(f"{statement}: an earlier build was interrupted and left it invalid")
+            execute(conn, statement)
+
+
+class RemovesEverything(errors.InvalidArgument):
+    """A rollback that would include the first migration, whose rollback drops schema ``flowforge``."""
+
+
+def rollback(dsn: str, *, to: str | None = None, everything: bool = False, bounds: Bounds = DEFAULT_BOUNDS,
+             report: Callable[[str], None] = _silent) -> MigrateResult:
+    """Roll back the newest applied migration; with ``to``, every one newer than it; with ``everything``, all.
+
+    One step is the default because a rollback destroys what the migration
+    created, data included.  Rolling back the first migration drops schema
+    ``flowforge`` CASCADE (every table, row and function), so a plan that
+    reaches it is refused with ``RemovesEverything`` unless ``everything``
+    says so; asking for confirmation is the caller's (the CLI's) business.
+    Non-transactional migrations (``-- transactional: false``) roll back
+    statement by statement outside a transaction, as yoyo applies them.
+    Lock timeouts are retried as in ``migrate``.
+    """
+    result = MigrateResult()
+    dsn, application = _bounded(dsn, bounds)
+    backend = _backend(dsn)
+    migrations = _read_migrations()
+    retrier = lock_waits.Retrier(dsn, application, lock_timeout=bounds.lock_timeout, max_wait=bounds.max_wait,
+                                 report=report)
+    with _locked(backend, bounds.max_wait):
+        with db.mapped_errors():
+            applied = list(backend.to_rollback(migrations))  # newest first
+        for migration in _rollback_plan(applied, to=to, everything=everything):
+            retrier.run(lambda: _step(backend, migration, dsn, "rollback", report), migration.id)
+            result.rolled_back.append(migration.id)
+    return result
+
+
+def _rollback_plan(applied: list, *, to: str | None, everything: bool) -> list:
+    """Which of the applied migrations (newest first) to roll back, in that order."""
+    if everything:
+        return applied
+    if to is not None:
+        target = resolve_migration_id(to)
+        ids = [m.id for m in applied]
+        if target not in ids:
+            raise errors.InvalidArgument(f"{target} is not applied to this database, so it cannot be kept"
+                                         + (f"; the newest applied is {ids[0]}" if ids else ""))
+        plan = applied[: ids.index(target)]
+    else:
+        plan = applied[:1]
+    first = known_migration_ids()[0]
+    if any(m.id == first for m in plan):
+        raise RemovesEverything(f"rolling back {first} drops schema flowforge and all its data")
+    return plan
+
+
+def resolve_migration_id(text: str) -> str:
+    """A shipped migration id from its full id or its number (``0012`` → ``0012_gateway_tokens``)."""
+    text = text.strip()
+    known = known_migration_ids()
+    matches = [m for m in known if m == text or m.split("_", 1)[0] == text]
+    if len(matches) != 1:
+        raise errors.InvalidArgument(f"no shipped migration {text!r}; known: {known[0]} .. {known[-1]}")
+    return matches[0]
 
 
 def apply_functions(dsn: str) -> list[str]:
@@ -208,11 +350,17 @@ def applied_migrations(dsn: str) -> list[str]:
         return Catalog(conn).applied_migrations()
 
 
+def _quiet():
+    """yoyo prints the rows of any statement that returns some (a rollback's ``SELECT 'no undo'``) to
+    stdout; they mean nothing to the user and would corrupt ``--json`` output."""
+    return contextlib.redirect_stdout(io.StringIO())
+
+
 class _locked:
     """yoyo's migration lock, with its timeout reported as a FlowForge error."""
 
-    def __init__(self, backend):
-        self._cm = backend.lock(timeout=LOCK_TIMEOUT)
+    def __init__(self, backend, timeout: float):
+        self._cm = backend.lock(timeout=max(timeout, MIN_LOCK_WAIT))
 
     def __enter__(self):
         try:

@@ -74,6 +74,113 @@ SELECT p.proname::text AS function, a.name::text, a.mode::text, format_type(a.ty
  WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proargnames IS NOT NULL
 """
 
+# --- sessions and logins (doctor) ----------------------------------------------
+
+# Connection slots: what non-superusers may use (max_connections less the
+# superuser reserve; PostgreSQL 15 has no reserved_connections for other roles)
+# and how many client backends hold one now, in every database of the cluster.
+CONNECTION_SLOTS = """
+SELECT current_setting('max_connections')::int AS max_connections,
+       current_setting('superuser_reserved_connections')::int AS superuser_reserved,
+       (SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'client backend')::int AS in_use
+"""
+
+# FlowForge's logins (cluster-wide: login roles that are members of a runtime
+# role), their CONNECTION LIMIT (-1: none) and how many sessions each has now.
+FLOWFORGE_LOGINS = """
+SELECT r.rolname::text AS login, r.rolconnlimit AS connection_limit,
+       (SELECT count(*) FROM pg_catalog.pg_stat_activity a WHERE a.usesysid = r.oid)::int AS connections,
+       array(SELECT g.rolname::text FROM pg_catalog.pg_roles g
+              WHERE g.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway',
+                                  'flowforge_readonly')
+                AND pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER')
+              ORDER BY 1) AS runtime_roles
+  FROM pg_catalog.pg_roles r
+ WHERE r.rolcanlogin AND NOT r.rolsuper
+   AND EXISTS (SELECT 1 FROM pg_catalog.pg_roles g
+                WHERE g.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway',
+                                    'flowforge_readonly')
+                  AND pg_catalog.pg_has_role(r.oid, g.oid, 'MEMBER'))
+ ORDER BY 1
+"""
+
+# Logins mapped to an organization in this database, and which of the three
+# runtime timeouts they lack (no ALTER ROLE ... SET for this or every database,
+# or set to 0, which disables it). Group-role settings never reach a login.
+LOGIN_TIMEOUTS_MISSING = """
+SELECT m.member::text AS login, o.slug AS organization,
+       array(SELECT s.name
+               FROM unnest(ARRAY['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout']) AS s(name)
+              WHERE NOT EXISTS (
+                    SELECT 1 FROM pg_catalog.pg_db_role_setting d
+                     CROSS JOIN LATERAL unnest(d.setconfig) AS c(setting)
+                     WHERE d.setrole = r.oid
+                       AND d.setdatabase IN (0, (SELECT oid FROM pg_catalog.pg_database
+                                                  WHERE datname = current_database()))
+                       AND split_part(c.setting, '=', 1) = s.name
+                       AND split_part(c.setting, '=', 2) NOT IN ('0', '0ms', '0s', '0min', '0h', '0d'))) AS missing
+  FROM flowforge.membership m
+  JOIN flowforge.organization o ON o.id = m.organization_id
+  JOIN pg_catalog.pg_roles r ON r.rolname = m.member
+ ORDER BY 1
+"""
+
+# Sessions of this database whose transaction has been open longer than
+# %(seconds)s: while one lives, VACUUM cannot remove the dead rows it might
+# still see (task_run bloats). backend_xmin: it holds a snapshot now.
+OLD_TRANSACTIONS = """
+SELECT a.pid, a.usename::text AS usename, nullif(a.application_name, '') AS application_name, a.state,
+       extract(epoch FROM now() - a.xact_start)::float8 AS xact_seconds,
+       extract(epoch FROM now() - a.state_change)::float8 AS state_seconds,
+       a.backend_xmin IS NOT NULL AS holds_snapshot
+  FROM pg_catalog.pg_stat_activity a
+ WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.backend_type = 'client backend'
+   AND a.xact_start < now() - make_interval(secs => %(seconds)s::float8)
+ ORDER BY a.xact_start
+"""
+
+# --- migrations that wait for a lock (flowforge.lock_waits) --------------------
+
+# Who blocks a waiting backend of `flowforge migrate` (by its application_name)
+# in this database: each blocking session, what it holds of the relation the
+# migration waits for (for CREATE INDEX CONCURRENTLY's wait on old snapshots,
+# which names no relation: what it holds of flowforge's tables), the session
+# holding the contested lock first, then the oldest transaction.
+LOCK_BLOCKERS = """
+SELECT pid, usename, application_name, state, state_seconds, xact_seconds, held, wanted
+  FROM (SELECT b.pid, b.usename::text AS usename, nullif(b.application_name, '') AS application_name, b.state,
+               extract(epoch FROM now() - b.state_change)::float8 AS state_seconds,
+               extract(epoch FROM now() - b.xact_start)::float8 AS xact_seconds,
+               (SELECT string_agg(DISTINCT h.mode || ' on ' || h.relation::regclass::text, ', ')
+                  FROM pg_catalog.pg_locks h
+                 WHERE h.pid = b.pid AND h.granted AND h.locktype = 'relation'
+                   AND (h.relation = w.relation
+                        OR (w.relation IS NULL AND h.relation IN (
+                                SELECT c.oid FROM pg_catalog.pg_class c
+                                  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                                 WHERE n.nspname = 'flowforge' AND c.relkind IN ('r', 'p'))))) AS held,
+               w.mode || coalesce(' on ' || w.relation::regclass::text, ' (' || w.locktype || ')') AS wanted,
+               b.xact_start
+          FROM pg_catalog.pg_stat_activity a
+          JOIN pg_catalog.pg_locks w ON w.pid = a.pid AND NOT w.granted
+         CROSS JOIN LATERAL unnest(pg_catalog.pg_blocking_pids(a.pid)) AS bp(pid)
+          JOIN pg_catalog.pg_stat_activity b ON b.pid = bp.pid
+         WHERE a.datname = current_database() AND a.application_name = %(application_name)s::text) AS blockers
+ ORDER BY held IS NULL, xact_start NULLS LAST, pid
+"""
+
+# Indexes in schema flowforge that a failed CREATE INDEX CONCURRENTLY (or an
+# interrupted migrate) left INVALID, as the statements that drop them: an
+# `IF NOT EXISTS` build would otherwise keep the broken index for good.
+# Sent without parameters, so its % signs reach format() as they are.
+DROP_INVALID_INDEXES = """
+SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I.%I', n.nspname, c.relname) AS statement
+  FROM pg_catalog.pg_index i
+  JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'flowforge' AND NOT i.indisvalid
+"""
+
 # --- embedded server bootstrap ---------------------------------------------
 
 EMBEDDED_DATABASE_EXISTS = """
@@ -120,6 +227,15 @@ SELECT flowforge.create_api_key(organization => %(organization)s::text, name => 
 """
 
 REVOKE_API_KEY = "SELECT flowforge.revoke_api_key(prefix => %(prefix)s::text)"
+
+# The operator's onboarding path (`flowforge org onboard`): add_member plus the
+# login's statement, lock and idle-in-transaction timeouts.
+ONBOARD_LOGIN = """
+SELECT flowforge.onboard_login(organization => %(organization)s::text, member => %(member)s::name,
+                               role => %(role)s::text, statement_timeout => %(statement_timeout)s::text,
+                               lock_timeout => %(lock_timeout)s::text,
+                               idle_in_transaction_timeout => %(idle_in_transaction_timeout)s::text)
+"""
 
 # --- the SQL API: definitions and runs (CLI, demo) ---------------------------
 # Each is one call of a documented API function (see its COMMENT ON FUNCTION).
@@ -228,6 +344,19 @@ SELECT id, workflow_name AS workflow, version, state, tasks_total,
 """
 
 GET_RUN = "SELECT flowforge.get_run(run_id => %(run_id)s::uuid) AS run"
+
+# `run show` / `run watch`: each task's timeout in the run's workflow version,
+# so TOOK of a timed-out task stops at started_at + timeout, not at the reap.
+TASK_TIMEOUTS = """
+SELECT t ->> 'key' AS key, (t ->> 'timeout')::interval AS timeout
+  FROM jsonb_array_elements(
+           flowforge.get_workflow(name => %(name)s::text, version => %(version)s::int) -> 'spec' -> 'tasks') AS t
+"""
+
+LIST_QUEUES = """
+SELECT name, delivery, exchange, routing_key, amqp_queue, dispatch_lease, ready, running, oldest_ready_at
+  FROM flowforge.list_queues()
+"""
 
 # Resolve a run id typed as a prefix (at least 4 hex digits).
 RESOLVE_RUN_ID = "SELECT flowforge.resolve_run_id(id_prefix => %(prefix)s::text) AS id"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import deque
 from typing import Any, Iterable, Sequence
 
 import click
@@ -87,20 +88,27 @@ def levels(tasks: Sequence[dict]) -> list[list[str]]:
     """Task keys grouped by topological level (a task sits one below its deepest dependency).
 
     Only for drawing: the database validated the DAG.  Keys keep their spec
-    order within a level.
+    order within a level.  Iterative (Kahn's algorithm), so a chain of the
+    documented maximum of 1,000 tasks needs no recursion depth.
     """
-    deps = {t["key"]: list(t.get("depends_on") or []) for t in tasks}
-    level: dict[str, int] = {}
-
-    def depth(key: str, seen: tuple = ()) -> int:
-        if key not in level:
-            if key in seen:  # cannot happen for a stored definition; draw it flat rather than recurse
-                return 0
-            level[key] = 1 + max((depth(d, seen + (key,)) for d in deps.get(key, []) if d in deps), default=-1)
-        return level[key]
-
-    for key in deps:
-        depth(key)
+    keys = {t["key"] for t in tasks}
+    deps = {t["key"]: [d for d in (t.get("depends_on") or []) if d in keys] for t in tasks}
+    waiting = {key: len(ds) for key, ds in deps.items()}
+    dependents: dict[str, list[str]] = {key: [] for key in deps}
+    for key, ds in deps.items():
+        for d in ds:
+            dependents[d].append(key)
+    level = {key: 0 for key, n in waiting.items() if n == 0}
+    ready = deque(level)
+    while ready:
+        key = ready.popleft()
+        for child in dependents[key]:
+            level[child] = max(level.get(child, 0), level[key] + 1)
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                ready.append(child)
+    for key in deps:  # a cycle cannot be stored; if one were, draw its keys flat rather than loop
+        level.setdefault(key, 0)
     out: list[list[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
     for key in deps:
         out[level[key]].append(key)

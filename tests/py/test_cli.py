@@ -11,6 +11,7 @@ import json
 import uuid
 
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 
 import flowforge
 from test_cli_foundation import assert_one_line_error, run
@@ -171,14 +172,31 @@ def test_run_watch_failed_run_exits_1_and_timeout_exits_3(ff, applied, migrated_
 
 # --- queue ----------------------------------------------------------------------------
 
-def test_queue_configure(ff):
+def test_queue_configure(ff, migrated_dsn):
+    # Without --routing-key, dispatch publishes with <database>.<organization>.<queue> (issue 11, item 3).
+    database = conninfo_to_dict(migrated_dsn)["dbname"]
     assert ok(ff("queue", "configure", "images", "--exchange", "media")) == \
-        "queue images: push to exchange media with routing key images\n"
+        f"queue images: push to exchange media with routing key {database}.default.images\n"
     out = json.loads(ok(ff("--json", "queue", "configure", "images", "--exchange", "media", "--routing-key", "img.*")))
     assert out["mode"] == "push" and out["routing_key"] == "img.*"
     assert ok(ff("queue", "configure", "images")) == "queue images: pull (workers claim its tasks)\n"
     assert_one_line_error(ff("queue", "configure", "9 bad name"))
     assert_one_line_error(ff("queue", "configure", "images", "--routing-key", "x"))
+
+
+def test_queue_list(ff, applied, migrated_dsn):
+    assert "no queues yet" in ok(ff("queue", "list"))
+    ok(ff("run", "start", "thumbnails"))
+    ok(ff("queue", "configure", "images", "--exchange", "media", "--routing-key", "img"))
+    listing = ok(ff("queue", "list"))
+    lines = listing.splitlines()
+    assert lines[0].split() == ["QUEUE", "DELIVERY", "READY", "RUNNING", "OLDEST", "READY", "EXCHANGE", "/",
+                                "ROUTING", "KEY"]
+    assert lines[1].split()[:4] == ["default", "pull", "1", "0"]  # the run's first task waits
+    assert lines[2].split() == ["images", "push", "0", "0", "media", "/", "img"]
+    rows = {r["name"]: r for r in json.loads(ok(ff("queue", "list", "--json")))}
+    assert rows["images"]["dispatch_lease"] == 300.0 and rows["images"]["amqp_queue"].startswith("flowforge.")
+    assert rows["default"]["ready"] == 1 and rows["default"]["exchange"] is None
 
 
 # --- bad input: one line, non-zero, no traceback ---------------------------------------

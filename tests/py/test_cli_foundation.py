@@ -16,13 +16,15 @@ FLOWFORGE = Path(sys.executable).with_name("flowforge")
 
 
 def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-        timeout: float = 120) -> subprocess.CompletedProcess:
+        timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
+    """The installed ``flowforge`` with ``args``; stdin is ``input`` (a pipe), else /dev/null — never a terminal."""
     if not FLOWFORGE.exists():
         pytest.fail(f"console script not installed at {FLOWFORGE} (pip install -e .)", pytrace=False)
     base = {k: v for k, v in os.environ.items() if k not in ("FLOWFORGE_DSN", "FLOWFORGE_AMQP_URL")}
     base.update(env or {})
+    stdin = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
     return subprocess.run([str(FLOWFORGE), *args], capture_output=True, text=True,
-                          env=base, cwd=cwd, timeout=timeout)
+                          env=base, cwd=cwd, timeout=timeout, **stdin)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess) -> None:

@@ -73,7 +73,7 @@ def test_migrate_twice_is_a_no_op(migrated_dsn):
 
 
 def test_full_rollback_removes_schema(migrated_dsn):
-    result = migrate.rollback(migrated_dsn)
+    result = migrate.rollback(migrated_dsn, everything=True)
 
     assert result.rolled_back == list(reversed(migrate.known_migration_ids()))
     assert not schema_exists(migrated_dsn)
@@ -84,6 +84,59 @@ def test_full_rollback_removes_schema(migrated_dsn):
 
 def test_rollback_with_nothing_applied_is_harmless(fresh_dsn):
     assert migrate.rollback(fresh_dsn).rolled_back == []
+    assert migrate.rollback(fresh_dsn, everything=True).rolled_back == []
+
+
+def test_rollback_is_one_step_by_default(migrated_dsn):
+    """Issue 11: a bare rollback dropped every table; it now undoes the newest migration only."""
+    known = migrate.known_migration_ids()
+
+    result = migrate.rollback(migrated_dsn)
+
+    assert result.rolled_back == [known[-1]]
+    assert migrate.pending_migrations(migrated_dsn) == [known[-1]]
+    assert schema_exists(migrated_dsn)
+
+
+def test_rollback_to_a_version_keeps_it_and_passes_non_transactional_migrations(make_database):
+    """--to rolls back through 0011 and 0009 (CREATE INDEX CONCURRENTLY, outside a transaction)
+    and a migrate afterwards ends where a fresh install does."""
+    fresh, db = make_database(), make_database()
+    migrate.migrate(fresh)
+    migrate.migrate(db)
+    known = migrate.known_migration_ids()
+    non_transactional = [m for m in known if "-- transactional: false" in
+                         (migrate.migrations_dir() / f"{m}.sql").read_text()]
+    assert non_transactional, "expected a non-transactional migration to roll back through"
+    keep = known[known.index(non_transactional[0]) - 1]
+
+    result = migrate.rollback(db, to=keep.split("_")[0])  # the number alone names it
+
+    assert result.rolled_back == list(reversed(known[known.index(keep) + 1:]))
+    assert set(non_transactional) <= set(result.rolled_back)
+    assert migrate.applied_migrations(db)[-1] == keep
+    assert migrate.migrate(db).applied == known[known.index(keep) + 1:]
+    assert catalog_dump(db) == catalog_dump(fresh)
+
+
+def test_rollback_that_reaches_the_first_migration_needs_everything(migrated_dsn):
+    first = migrate.known_migration_ids()[0]
+    migrate.rollback(migrated_dsn, to=first)  # down to the first: allowed, it is kept
+    assert migrate.applied_migrations(migrated_dsn) == [first]
+    with pytest.raises(migrate.RemovesEverything):
+        migrate.rollback(migrated_dsn)  # one step now would drop the schema
+    assert schema_exists(migrated_dsn)
+
+
+def test_rollback_to_an_unknown_or_unapplied_version_is_refused(migrated_dsn):
+    from flowforge import errors
+
+    with pytest.raises(errors.InvalidArgument):
+        migrate.rollback(migrated_dsn, to="9999")
+    migrate.rollback(migrated_dsn)  # the newest is no longer applied
+    with pytest.raises(errors.InvalidArgument):
+        migrate.rollback(migrated_dsn, to=migrate.known_migration_ids()[-1])
+    assert migrate.pending_migrations(migrated_dsn) == migrate.known_migration_ids()[-1:]
 
 
 def apply_one_at_a_time(dsn: str, count: int) -> list[str]:

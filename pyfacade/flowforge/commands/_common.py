@@ -23,6 +23,46 @@ def client(settings: Settings) -> Iterator[Client]:
         conn.close()
 
 
+# invalid_schema_name: every statement the CLI sends names schema flowforge, so
+# this SQLSTATE means the database was never migrated.
+UNMIGRATED = "3F000"
+
+
+def for_the_cli(exc: errors.FlowForgeError) -> errors.FlowForgeError:
+    """The error as the CLI tells it: what the user runs to fix it, chosen by class and SQLSTATE only."""
+    if isinstance(exc, errors.DatabaseError) and exc.sqlstate == UNMIGRATED:
+        return errors.DatabaseError("this database has no FlowForge schema: it was never migrated",
+                                    sqlstate=exc.sqlstate, hint="run `flowforge migrate`")
+    return exc
+
+
+@contextlib.contextmanager
+def cli_hint(cls: type[errors.FlowForgeError], hint: str, message: str | None = None) -> Iterator[None]:
+    """Inside the block, a ``cls`` error gets the CLI's ``hint`` (and ``message``) instead of the SQL API's.
+
+    The SQL API's hints name SQL functions (``flowforge.define_workflow(spec)``);
+    a command knows which of its calls raised ``cls`` and which command fixes it.
+    """
+    try:
+        yield
+    except cls as exc:
+        exc.hint = hint
+        if message is not None:
+            exc.message = message
+        raise
+
+
+@contextlib.contextmanager
+def cli_hint_by_sqlstate(sqlstate: str, hint: str) -> Iterator[None]:
+    """``cli_hint`` for a database error the facade has no class for, chosen by its SQLSTATE."""
+    try:
+        yield
+    except errors.DatabaseError as exc:
+        if exc.sqlstate == sqlstate:
+            exc.hint = hint
+        raise
+
+
 def json_option(fn):
     """``--json`` on a read command, equivalent to the global ``flowforge --json``."""
     return click.option("--json", "json_flag", is_flag=True,

@@ -29,7 +29,7 @@ def demo(ctx: click.Context, settings: Settings, runs: int, concurrency: int, ti
     colour = render.use_colour()
     if settings.embedded and not settings.json:
         click.echo("starting the embedded PostgreSQL in ./.flowforge/pgdata (no FLOWFORGE_DSN set)...")
-    dsn = db.resolve_dsn(settings)
+    dsn = db.resolve_dsn(settings, create_embedded=True)  # `make demo` from a fresh clone
     if not settings.json:
         click.echo(f"database: {db.mask_dsn(dsn)}")
         click.echo(f"workflow {example.WORKFLOW}:")

@@ -10,7 +10,10 @@ import yaml
 
 from .. import errors, render
 from ..config import Settings
-from ._common import client, emit_json, json_option, wants_json, when
+from ._common import client, cli_hint, emit_json, json_option, wants_json, when
+
+# For the commands that name a workflow: what fixes "workflow ... not found".
+UNKNOWN_WORKFLOW_HINT = "`flowforge workflow list` shows what is defined"
 
 
 @click.group("workflow")
@@ -79,17 +82,19 @@ def list_(settings: Settings, json_flag: bool) -> None:
 
 @workflow.command("show")
 @click.argument("name")
+@click.option("--version", type=click.IntRange(1), metavar="N", help="This version instead of the latest.")
 @json_option
 @click.pass_obj
-def show(settings: Settings, name: str, json_flag: bool) -> None:
-    """A workflow's latest version: its tasks and the DAG."""
-    with client(settings) as api:
-        wf = api.get_workflow(name)
+def show(settings: Settings, name: str, version: int | None, json_flag: bool) -> None:
+    """A workflow's latest (or --version N) version: its tasks and the DAG."""
+    with client(settings) as api, cli_hint(errors.NotFound, UNKNOWN_WORKFLOW_HINT):
+        wf = api.get_workflow(name, version)
     tasks = wf["spec"]["tasks"]
     if wants_json(settings, json_flag):
         emit_json({**wf, "levels": render.levels(tasks)})
         return
-    click.echo(f"{wf['name']}  version {wf['version']}  ({len(tasks)} tasks, defined {when(wf['created_at'])})")
+    older = f"; the latest is version {wf['versions']}" if wf["version"] < wf["versions"] else ""
+    click.echo(f"{wf['name']}  version {wf['version']}  ({len(tasks)} tasks, defined {when(wf['created_at'])}{older})")
     if wf["spec"].get("description"):
         click.echo(wf["spec"]["description"])
     click.echo("")
