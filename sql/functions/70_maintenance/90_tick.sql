@@ -64,6 +64,6 @@ COMMENT ON FUNCTION flowforge.tick(text) IS
   'that failed counts 0 and its error is under "errors" (the others still ran). With engine_id (a daemon''s '
   'instance id) the duties are shared among live daemons by per-organization leases and this call does those of '
   'the organizations it serves ("serving": {organization: generation}); without it, every organization''s (a lone '
-  'scheduler such as pg_cron). Calling it more often, or from several daemons, is harmless. Errors: FF003 a bad '
-  'engine_id.';
+  'scheduler such as pg_cron). Calling it more often, or from several daemons, is harmless. Errors: FF003 a bad engine_id; FF008 a gateway login calling it without a valid '
+  'token (the rows it writes record their actor).';
 SELECT flowforge._rights('flowforge.tick(text)', 'flowforge_system', '{flowforge_daemon}');
