@@ -24,6 +24,9 @@ DROP FUNCTION IF EXISTS flowforge._append_events(uuid, uuid, text, uuid[], text[
 DROP FUNCTION IF EXISTS flowforge.tick();
 -- _dispatch_due(limit, now) -> _dispatch_due(limit, now, orgs) (a daemon dispatches for the organizations it serves).
 DROP FUNCTION IF EXISTS flowforge._dispatch_due(integer, timestamptz);
+-- _enqueue_work(..., p_node flowforge.task, ...) -> _enqueue_work(..., p_task_id, p_task_name, ...): an argument of a
+-- table's row type made the table undroppable by a migration's rollback (issue 14).
+DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, flowforge.task, jsonb, text, timestamptz, uuid);
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the

@@ -14,10 +14,12 @@
 -- with the run's directory row locked first (lock order: the run, then its
 -- items).
 
--- A new unit of work for a run, from its definition node (a task row).
-CREATE OR REPLACE FUNCTION flowforge._enqueue_work(p_org uuid, p_engine text, p_run_id uuid, p_node flowforge.task,
-                                                   p_payload jsonb, p_affinity_key text, p_now timestamptz,
-                                                   p_parent_work_item_id uuid DEFAULT NULL)
+-- A new unit of work for a run, from its definition node (a task row). The
+-- node is passed by id, not as a row: an argument of the table's row type
+-- would make the table undroppable by a migration's rollback.
+CREATE OR REPLACE FUNCTION flowforge._enqueue_work(p_org uuid, p_engine text, p_run_id uuid, p_task_id uuid,
+                                                   p_task_name text, p_payload jsonb, p_affinity_key text,
+                                                   p_now timestamptz, p_parent_work_item_id uuid DEFAULT NULL)
 RETURNS uuid
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -28,20 +30,21 @@ BEGIN
                                      queue, worker_params, payload, status, priority, next_attempt_at, max_retries,
                                      backoff, backoff_factor, max_backoff, timeout, affinity_key, affinity_policy,
                                      created_at, created_by)
-    VALUES (p_org, p_engine, p_parent_work_item_id, p_run_id, p_node.id, p_node.key, p_node.queue, p_node.worker_params,
-            p_payload, 'pending', p_node.priority, p_now, p_node.max_attempts - 1, p_node.backoff, p_node.backoff_factor,
-            p_node.max_backoff, p_node.timeout, p_affinity_key,
-            CASE WHEN p_affinity_key IS NOT NULL THEN p_node.affinity_policy END, p_now, flowforge._actor())
-    RETURNING id INTO v_id;
+    SELECT p_org, p_engine, p_parent_work_item_id, p_run_id, t.id, p_task_name, t.queue, t.worker_params, p_payload,
+           'pending', t.priority, p_now, t.max_attempts - 1, t.backoff, t.backoff_factor, t.max_backoff, t.timeout,
+           p_affinity_key, CASE WHEN p_affinity_key IS NOT NULL THEN t.affinity_policy END, p_now, flowforge._actor()
+    FROM flowforge.task t WHERE t.id = p_task_id
+    RETURNING id INTO STRICT v_id;
     PERFORM flowforge._append_events(p_org, p_run_id, 'created', ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY['pending'],
                                      ARRAY[0::bigint], ARRAY[1], ARRAY[NULL::jsonb], p_now, ARRAY[v_id]);
     PERFORM flowforge._notify_ready();
     RETURN v_id;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._enqueue_work(uuid, text, uuid, flowforge.task, jsonb, text, timestamptz, uuid) IS
-  'Internal: a pending work item of engine p_engine for run p_run_id, carrying node p_node''s queue, priority, retry '
-  'policy, timeout, selectors and (with p_affinity_key) affinity; event created, NOTIFY flowforge_ready. Returns its id.';
+COMMENT ON FUNCTION flowforge._enqueue_work(uuid, text, uuid, uuid, text, jsonb, text, timestamptz, uuid) IS
+  'Internal: a pending work item named p_task_name of engine p_engine for run p_run_id, carrying node p_task_id''s '
+  'queue, priority, retry policy, timeout, selectors and (with p_affinity_key) affinity; event created, NOTIFY '
+  'flowforge_ready. Returns its id.';
 
 CREATE OR REPLACE FUNCTION flowforge.claim_work(queues text[], agent text, lease interval DEFAULT '30 seconds',
                                                 batch integer DEFAULT 1, engine_kinds text[] DEFAULT NULL,

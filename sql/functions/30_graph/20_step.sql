@@ -67,7 +67,7 @@ BEGIN
     ON CONFLICT ON CONSTRAINT graph_visit_pkey DO UPDATE SET visits = v.visits + 1
     RETURNING v.visits INTO v_visits;
     IF NOT v_node.is_final THEN
-        v_item := flowforge._enqueue_work(p_org, 'graph', p_run_id, v_node,
+        v_item := flowforge._enqueue_work(p_org, 'graph', p_run_id, v_node.id, v_node.key,
             jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visits),
             flowforge._affinity_key(v_node.affinity, p_run_id, v_run.definition,
                                     jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visits)),

@@ -125,7 +125,7 @@ BEGIN
         ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
         ARRAY[jsonb_build_object('node', v_node.key, 'actor', session_user::text)], p_now);
     -- The same step and visit again (no new step is counted): a new work item for it.
-    v_item := flowforge._enqueue_work(p_org, 'graph', p_run_id, v_node,
+    v_item := flowforge._enqueue_work(p_org, 'graph', p_run_id, v_node.id, v_node.key,
         jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visit),
         flowforge._affinity_key(v_node.affinity, p_run_id, v_run.definition,
                                 jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visit)),

@@ -139,8 +139,8 @@ BEGIN
         v_payload := jsonb_build_object('state', p_target, 'context', p_context);
         -- The work item's task name is the action's, not the state's: the
         -- registry a worker serves is keyed by task names.
-        v_node.key := v_node.spec #>> '{action,task}';
-        v_item := flowforge._enqueue_work(p_org, 'statemachine', p_run_id, v_node, v_payload,
+        v_item := flowforge._enqueue_work(p_org, 'statemachine', p_run_id, v_node.id, v_node.spec #>> '{action,task}',
+                                          v_payload,
                                           flowforge._affinity_key(v_node.affinity, p_run_id, v_run.definition, v_payload),
                                           p_now);
         UPDATE flowforge.machine_run m SET action_item_id = v_item
