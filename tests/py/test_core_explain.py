@@ -37,15 +37,27 @@ N_PENDING_OUTBOX = 3
 # --- copies of the statements inside the functions ------------------------------
 # {name} placeholders: `literal` is what EXPLAIN runs, `source` what the function says.
 
+# Selectors and affinity, as every claim filters them (an unregistered caller: no labels, not registered).
+CLAIM_FILTERS = """
+  AND (tr.worker_params IS NULL OR {labels} @> tr.worker_params)
+  AND (tr.affinity_key IS NULL
+       OR ({registered} AND NOT flowforge._pinned_elsewhere({org}, tr.affinity_key,
+                                                           tr.affinity_policy, {worker}, {now})))
+"""
+CLAIM_FILTERS_LITERAL = {"labels": "'{}'::jsonb", "registered": "false", "worker": "'explain-worker'"}
+CLAIM_FILTERS_SOURCE = {"labels": "v_agent.labels", "registered": "v_agent.registered", "worker": "claim.worker"}
+
 CLAIM_ONE_QUEUE = """
 SELECT tr.id FROM flowforge.task_run tr
 WHERE tr.organization_id = {org} AND tr.state = 'ready' AND tr.queue = {queue}
   AND tr.ready_at <= {now}
-ORDER BY tr.priority DESC, tr.ready_at
+""" + CLAIM_FILTERS + """
+ORDER BY tr.priority, tr.ready_at
 LIMIT {batch}
 FOR UPDATE SKIP LOCKED
 """
-CLAIM_ONE_QUEUE_SOURCE = {"org": "v_org", "queue": "claim.queues[1]", "now": "v_now", "batch": "claim.batch"}
+CLAIM_ONE_QUEUE_SOURCE = {"org": "v_org", "queue": "claim.queues[1]", "now": "v_now", "batch": "claim.batch",
+                          **CLAIM_FILTERS_SOURCE}
 
 CLAIM_MANY_QUEUES_FROM = """
 SELECT c.id FROM (SELECT DISTINCT u.name FROM unnest({queues}) AS u(name)) AS q(name)
@@ -56,22 +68,25 @@ CROSS JOIN LATERAL (
     SELECT tr.id, tr.priority, tr.ready_at FROM flowforge.task_run tr
     WHERE tr.organization_id = {org} AND tr.state = 'ready' AND tr.queue = q.name
       AND tr.ready_at <= {now}
-    ORDER BY tr.priority DESC, tr.ready_at
+""" + CLAIM_FILTERS + """
+    ORDER BY tr.priority, tr.ready_at
     LIMIT {batch}
     FOR UPDATE SKIP LOCKED) c
-ORDER BY c.priority DESC, c.ready_at
+ORDER BY c.priority, c.ready_at
 LIMIT {batch}
 """
-CLAIM_MANY_QUEUES_SOURCE = {"org": "v_org", "now": "v_now", "batch": "claim.batch"}
+CLAIM_MANY_QUEUES_SOURCE = {"org": "v_org", "now": "v_now", "batch": "claim.batch", **CLAIM_FILTERS_SOURCE}
 
+# The duty behind reap_expired_leases and tick (every organization: orgs NULL).
 REAPER_CANDIDATES = """
 SELECT tr.id, tr.workflow_run_id
 FROM flowforge.task_run tr
 WHERE tr.state = 'running' AND tr.lease_expires_at < {now}
+  AND ({orgs} IS NULL OR tr.organization_id = ANY ({orgs}))
 ORDER BY tr.lease_expires_at
 LIMIT {max_rows}
 """
-REAPER_CANDIDATES_SOURCE = {"now": "v_now", "max_rows": "reap_expired_leases.max_rows"}
+REAPER_CANDIDATES_SOURCE = {"now": "v_now", "max_rows": "p_max", "orgs": "p_orgs"}
 
 OUTBOX_DRAIN = """
 SELECT m.id FROM flowforge.outbox_message m
@@ -173,6 +188,16 @@ def loaded(admin_dsn):
                     """,
                     {"org": DEFAULT_ORG, "wf": bulk, "n": TASKS_PER_RUN, "runs": N_RUNS},
                 )
+                # Every run is in the run directory, as start_run records it.
+                conn.execute(
+                    """
+                    INSERT INTO flowforge.engine_run (organization_id, run_id, engine_kind, definition_id, created_at,
+                                                      created_by, ended_at)
+                    SELECT r.organization_id, r.id, 'dag', r.workflow_id, r.created_at, 'explain', r.finished_at
+                    FROM flowforge.workflow_run r WHERE r.workflow_id = %s
+                    """,
+                    (bulk,),
+                )
                 conn.execute(
                     """
                     INSERT INTO flowforge.task_run (organization_id, workflow_run_id, task_id, task_key, queue,
@@ -248,7 +273,7 @@ def conn(loaded):
 
 
 CLAIM = "flowforge.claim(text[],text,interval,integer,text[])"
-REAPER = "flowforge.reap_expired_leases(integer)"
+REAPER = "flowforge._reap_task_leases(uuid[],integer,timestamp with time zone)"
 TAKE_OUTBOX = "flowforge.take_outbox(integer,interval)"
 RUN_EVENTS = "flowforge.run_events(uuid)"
 ORG = f"'{DEFAULT_ORG}'::uuid"
@@ -256,13 +281,14 @@ ORG = f"'{DEFAULT_ORG}'::uuid"
 
 def test_claim_one_queue_uses_idx_taskrun_state_age(conn):
     _check_copy(conn, CLAIM, CLAIM_ONE_QUEUE, CLAIM_ONE_QUEUE_SOURCE)
-    nodes = _explain(conn, CLAIM_ONE_QUEUE.format(org=ORG, queue="'default'", now="now()", batch=10), CLAIM)
+    nodes = _explain(conn, CLAIM_ONE_QUEUE.format(org=ORG, queue="'default'", now="now()", batch=10,
+                                                  **CLAIM_FILTERS_LITERAL), CLAIM)
     _assert_uses_index(nodes, "idx_taskrun_state_age", "task_run")
 
 
 def test_claim_one_queue_generic_plan_uses_idx_taskrun_state_age(conn):
     prepare = "PREPARE claim_one(uuid, text, timestamptz, integer) AS " + CLAIM_ONE_QUEUE.format(
-        org="$1", queue="$2", now="$3", batch="$4")
+        org="$1", queue="$2", now="$3", batch="$4", **CLAIM_FILTERS_LITERAL)
     nodes = _explain(conn, f"EXECUTE claim_one({ORG}, 'default', now(), 10)", CLAIM, prepare)
     _assert_uses_index(nodes, "idx_taskrun_state_age", "task_run")
 
@@ -270,18 +296,19 @@ def test_claim_one_queue_generic_plan_uses_idx_taskrun_state_age(conn):
 def test_claim_many_queues_uses_idx_taskrun_state_age(conn):
     _check_copy(conn, CLAIM, CLAIM_MANY_QUEUES, CLAIM_MANY_QUEUES_SOURCE)
     query = CLAIM_MANY_QUEUES_FROM.format(queues="ARRAY['default', 'other']::text[]") + CLAIM_MANY_QUEUES.format(
-        org=ORG, now="now()", batch=10)
+        org=ORG, now="now()", batch=10, **CLAIM_FILTERS_LITERAL)
     nodes = _explain(conn, query, CLAIM)
     _assert_uses_index(nodes, "idx_taskrun_state_age", "task_run")
 
 
 def test_reaper_candidates_use_idx_taskrun_lease_expiry(conn):
     _check_copy(conn, REAPER, REAPER_CANDIDATES, REAPER_CANDIDATES_SOURCE)
-    nodes = _explain(conn, REAPER_CANDIDATES.format(now="now()", max_rows=1000), REAPER)
+    nodes = _explain(conn, REAPER_CANDIDATES.format(now="now()", max_rows=1000, orgs="NULL::uuid[]"), REAPER)
     _assert_uses_index(nodes, "idx_taskrun_lease_expiry", "task_run")
 
-    prepare = "PREPARE reap_candidates(timestamptz, integer) AS " + REAPER_CANDIDATES.format(now="$1", max_rows="$2")
-    nodes = _explain(conn, "EXECUTE reap_candidates(now(), 1000)", REAPER, prepare)
+    prepare = "PREPARE reap_candidates(timestamptz, integer, uuid[]) AS " + REAPER_CANDIDATES.format(
+        now="$1", max_rows="$2", orgs="$3")
+    nodes = _explain(conn, "EXECUTE reap_candidates(now(), 1000, NULL)", REAPER, prepare)
     _assert_uses_index(nodes, "idx_taskrun_lease_expiry", "task_run")
 
 

@@ -10,9 +10,12 @@ complete while migrate is still trying, whatever the machine's speed.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -25,6 +28,10 @@ from test_cli_foundation import FLOWFORGE
 # task_run, the lock that queues claims behind it.  (0014's VALIDATE takes
 # SHARE UPDATE EXCLUSIVE, which claims pass, so one step behind would not do.)
 BEFORE_LOCKING_MIGRATION = "0012"
+# A migration after the newest one that takes the same lock as 0013, in a copy
+# of the SQL folder: live claims run the newest functions, which need the
+# newest schema, so that test cannot roll the schema back under them.
+LOCKING_MIGRATION = "9990_test_locks_task_run"
 # 0009 builds indexes CONCURRENTLY outside a transaction: it waits for old snapshots.
 BEFORE_CONCURRENT_INDEX = "0008"
 GENEROUS = 120  # seconds: only a hang hits this
@@ -48,12 +55,26 @@ def hold(dsn: str, *, snapshot: bool = False) -> psycopg.Connection:
     return conn
 
 
+def sql_with_a_locking_migration(folder: Path) -> Path:
+    """The shipped SQL folder plus LOCKING_MIGRATION, whose ALTER TABLE queues claims behind its lock request."""
+    sql = folder / "sql"
+    shutil.copytree(migrate.sql_dir(), sql)
+    newest = migrate.known_migration_ids()[-1]
+    (sql / "migrations" / f"{LOCKING_MIGRATION}.sql").write_text(
+        f"-- depends: {newest}\n"
+        "ALTER TABLE flowforge.task_run ADD CONSTRAINT test_locks_attempt CHECK (attempt >= 1) NOT VALID;\n")
+    (sql / "migrations" / f"{LOCKING_MIGRATION}.rollback.sql").write_text(
+        "ALTER TABLE flowforge.task_run DROP CONSTRAINT test_locks_attempt;\n")
+    return sql
+
+
 class Migrate:
     """`flowforge migrate` as a subprocess whose stderr is collected line by line as it comes."""
 
-    def __init__(self, dsn: str, *args: str):
+    def __init__(self, dsn: str, *args: str, sql: Path | None = None):
+        env = dict(os.environ, FLOWFORGE_SQL_DIR=str(sql)) if sql else None
         self.proc = subprocess.Popen([str(FLOWFORGE), "--dsn", dsn, "migrate", *args], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -89,12 +110,15 @@ def wait_until_migrate_waits_for_a_lock(dsn: str) -> None:
     pytest.fail("migrate never waited for a lock")
 
 
-def test_claims_pass_a_blocked_migration_which_says_why_and_succeeds_after(migrated_dsn):
+def test_claims_pass_a_blocked_migration_which_says_why_and_succeeds_after(migrated_dsn, tmp_path):
     dsn = migrated_dsn
-    behind(dsn, BEFORE_LOCKING_MIGRATION)
+    with connect(dsn) as conn:
+        define(conn, single_spec("locks"))
+        start_run(conn, "locks")
+    sql = sql_with_a_locking_migration(tmp_path)
     blocker = hold(dsn)
     blocker_pid = blocker.info.backend_pid
-    run = Migrate(dsn, "--lock-timeout", "0.5", "--max-wait", str(GENEROUS))
+    run = Migrate(dsn, "--lock-timeout", "0.5", "--max-wait", str(GENEROUS), sql=sql)
     try:
         wait_until_migrate_waits_for_a_lock(dsn)
 
@@ -110,14 +134,16 @@ def test_claims_pass_a_blocked_migration_which_says_why_and_succeeds_after(migra
 
         # (b) migrate says who is in the way.
         line = run.wait_for_line(f"waiting for pid {blocker_pid}")
-        assert line.startswith("flowforge: migrate: 0013_payload_bounds: no lock within 0.5 s")
+        assert line.startswith(f"flowforge: migrate: {LOCKING_MIGRATION}: no lock within 0.5 s")
         assert "application idle-holder" in line and "idle in transaction for" in line
         assert "holding AccessShareLock on flowforge.task_run" in line and "trying again in" in line
     finally:
         blocker.close()  # (c) the blocker ends ...
 
     assert run.finish() == 0, run.lines  # ... and migrate gets through
-    assert migrate.pending_migrations(dsn) == []
+    with connect(dsn) as conn:
+        applied = conn.execute("SELECT count(*) FROM pg_constraint WHERE conname = 'test_locks_attempt'").fetchone()[0]
+    assert applied == 1
 
 
 def test_migrate_gives_up_after_max_wait_naming_the_blocker(migrated_dsn):
