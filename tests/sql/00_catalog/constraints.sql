@@ -10,7 +10,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(339);
+SELECT plan(341);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -984,8 +984,11 @@ SELECT ok((SELECT count(*) FROM flowforge.task_run_event WHERE task_run_id IN (S
           AND (SELECT count(*) FROM flowforge.task_run_event WHERE workflow_run_id = pg_temp.id('R') AND task_run_id IS NULL) > 0,
           'the run''s task and run-level events outlive the purge');
 SELECT lives_ok($$DELETE FROM flowforge.workflow_run WHERE id = pg_temp.id('S')$$, 'run S can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.idempotency_key WHERE key = 'key-1'), 1,
+          'its idempotency key names the run''s directory row (0017), which is still there');
+SELECT lives_ok($$DELETE FROM flowforge.engine_run WHERE run_id = pg_temp.id('S')$$, 'run S''s directory row can be deleted');
 SELECT is((SELECT count(*)::int FROM flowforge.idempotency_key WHERE key = 'key-1'), 0,
-          'CASCADE: the run''s idempotency key went with it');
+          'CASCADE: the run''s idempotency key went with its directory row');
 
 -- The substrate (0015): the directory keeps a definition; a graph run's walk
 -- goes with it; a work item keeps its node; bindings go with their agent.
