@@ -24,8 +24,10 @@ BEGIN
     ELSIF p_affinity = 'definition' THEN
         RETURN 'definition:' || p_definition;
     END IF;
-    v_value := jsonb_path_query_first(coalesce(p_input, '{}'), p_affinity::jsonpath);
-    -- A path that finds nothing pins nothing (the work can go anywhere).
+    -- A path that finds nothing pins nothing (the work can go anywhere) —
+    -- silently, also in strict mode: an error here would fail the start of
+    -- the run, or the completion of the node before this one.
+    v_value := jsonb_path_query_first(coalesce(p_input, '{}'), p_affinity::jsonpath, silent => true);
     IF v_value IS NULL OR v_value = 'null' THEN
         RETURN NULL;
     END IF;

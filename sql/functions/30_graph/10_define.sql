@@ -25,7 +25,9 @@ BEGIN
     SELECT array_agg(r) INTO v_results
     FROM jsonb_path_query('{"output": {}, "state": {}, "visits": {}, "event": {}, "context": {}}', p_text::jsonpath,
                           silent => true) AS r;
-    RETURN cardinality(v_results) = 1 AND jsonb_typeof(v_results[1]) IN ('boolean', 'null');
+    -- A path that finds nothing aggregates to NULL: that is "not a predicate"
+    -- (false), never NULL, which the caller's NOT would let through.
+    RETURN coalesce(cardinality(v_results) = 1 AND jsonb_typeof(v_results[1]) IN ('boolean', 'null'), false);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._is_jsonpath_predicate(text) IS

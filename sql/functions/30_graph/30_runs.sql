@@ -111,7 +111,10 @@ BEGIN
         RAISE EXCEPTION 'retry_run refused: run % is %', p_run_id, v_run.status
             USING ERRCODE = 'FF005', HINT = 'Only a failed or cancelled run can be retried.';
     END IF;
-    IF v_run.reason IN ('max_steps', 'max_visits') OR v_run.reason LIKE 'no edge from node %' THEN
+    -- Only a failure carries the engine's reason; a cancelled run's reason is
+    -- the canceller's own text, whatever it says.
+    IF v_run.status = 'failed'
+       AND (v_run.reason IN ('max_steps', 'max_visits') OR v_run.reason LIKE 'no edge from node %') THEN
         RAISE EXCEPTION 'retry_run refused: graph run % stopped on its own bound (%)', p_run_id, v_run.reason
             USING ERRCODE = 'FF005', HINT = 'It would stop the same way; start a new run (with a changed definition).';
     END IF;

@@ -1,14 +1,16 @@
--- Every CHECK and UNIQUE constraint of migrations 0001-0006 fires when a plain
+-- Every CHECK and UNIQUE constraint of the migrations fires when a plain
 -- INSERT/UPDATE bypasses every API function, and accepts a valid row (so no
 -- check is vacuous). Plus the ON DELETE rules that protect history:
 -- definitions are RESTRICTed by their runs, task runs CASCADE with their run,
--- and task_run_event (no FK) outlives a purged run.
+-- and task_run_event (no FK) outlives a purged run; the substrate's (0015):
+-- the directory RESTRICTs a definition, a graph run's walk CASCADEs with it,
+-- a binding goes with its agent, a work item RESTRICTs its definition node.
 --
 -- Valid rows are built through the API (define_workflow, start_run, claim,
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(179);
+SELECT plan(341);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -94,6 +96,10 @@ $$;
 --   T  run of WS, idempotency key 'key-2': only ready
 --   O  a second organization
 --   queues ct-push (exchange, routing key) and ct-pull (no exchange)
+--   GW  ct_graph (the review loop);  GR1 run of GW at review (draft's item WC completed, review's WP pending)
+--   GR2 run of GW at draft (its item WD dispatched);  GS run of ct_gsingle, succeeded
+--   agents ct-agent-a (two bindings, key:1 and key:2) and ct-agent-b; ct-agent-a also in O
+--   engines ct-e1 serving the default organization and O, ct-e2 standby;  X a third organization nobody serves
 -- ---------------------------------------------------------------------------
 INSERT INTO ctx VALUES ('W', flowforge_test.define_diamond('ct_diamond'));
 INSERT INTO ctx VALUES ('W2', flowforge_test.define_diamond('ct_diamond', '{"priority": 5}'));
@@ -135,6 +141,43 @@ SELECT results_eq(
     $$VALUES ('S.only', 'succeeded'), ('T.only', 'ready'), ('a', 'running'), ('b', 'pending'), ('c', 'pending'),
              ('d', 'pending')$$,
     'fixture: the API built a running, pending, ready and succeeded task run'
+);
+
+-- The substrate (0015), built through the API where it can be.
+INSERT INTO ctx VALUES ('GW', flowforge_test.define_review_loop('ct_graph'));
+INSERT INTO ctx VALUES ('GR1', flowforge.start_run('ct_graph', '{"topic": "t"}'));
+INSERT INTO ctx VALUES ('WC', flowforge_test.item_of(pg_temp.id('GR1')));
+SELECT is(flowforge_test.step(pg_temp.id('GR1'), '{"text": "v1"}') ->> 'node', 'draft', 'fixture: GR1''s draft claimed and completed');
+INSERT INTO ctx VALUES ('WP', flowforge_test.item_of(pg_temp.id('GR1')));
+INSERT INTO ctx VALUES ('GR2', flowforge.start_run('ct_graph'));
+INSERT INTO ctx VALUES ('WD', flowforge_test.item_of(pg_temp.id('GR2')));
+SELECT is((SELECT count(*)::int FROM flowforge_test.claim_item(pg_temp.id('WD'))), 1, 'fixture: GR2''s draft claimed');
+INSERT INTO ctx VALUES ('GSW', flowforge_test.define_graph_single('ct_gsingle'));
+INSERT INTO ctx VALUES ('GS', flowforge.start_run('ct_gsingle'));
+SELECT is(flowforge_test.step(pg_temp.id('GS')) ->> 'node', 'work', 'fixture: GS''s only node completed');
+SELECT isnt(flowforge.register_agent('ct-agent-a'), NULL, 'fixture: ct-agent-a registered');
+SELECT isnt(flowforge.register_agent('ct-agent-b', '{"labels": {"gpu": true}}'), NULL, 'fixture: ct-agent-b registered');
+INSERT INTO flowforge.agent (organization_id, name, created_by) VALUES (pg_temp.id('O'), 'ct-agent-a', 'test');
+INSERT INTO flowforge.affinity_binding (organization_id, affinity_key, agent_id, created_by) VALUES
+    (flowforge.current_organization(), 'key:1', 'ct-agent-a', 'test'),
+    (flowforge.current_organization(), 'key:2', 'ct-agent-a', 'test');
+SELECT is(flowforge.tick('ct-e1') -> 'serving' ?& ARRAY[flowforge.current_organization()::text, pg_temp.id('O')::text], true,
+          'fixture: ct-e1 serves the default organization and O');
+SELECT is(jsonb_typeof(flowforge.tick('ct-e2') -> 'serving'), 'object', 'fixture: ct-e2 ticked (standby)');
+INSERT INTO flowforge.organization (slug, name) VALUES ('ct-third', 'Third organization');
+INSERT INTO ctx SELECT 'X', id FROM flowforge.organization WHERE slug = 'ct-third';
+
+SELECT results_eq(
+    $$SELECT 'GR1', g.status::text, flowforge_test.item_status(pg_temp.id('WC')) || '/' || flowforge_test.item_status(pg_temp.id('WP'))
+      FROM flowforge.graph_run g WHERE g.run_id = pg_temp.id('GR1')
+      UNION ALL SELECT 'GR2', g.status, flowforge_test.item_status(pg_temp.id('WD')) FROM flowforge.graph_run g WHERE g.run_id = pg_temp.id('GR2')
+      UNION ALL SELECT 'GS', g.status, '' FROM flowforge.graph_run g WHERE g.run_id = pg_temp.id('GS')
+      UNION ALL SELECT 'engines', string_agg(e.engine_id || ':' || e.status, ',' ORDER BY e.engine_id, e.status), ''
+      FROM flowforge.engine e
+      ORDER BY 1$$,
+    $$VALUES ('GR1', 'running', 'completed/pending'), ('GR2', 'running', 'dispatched'), ('GS', 'succeeded', ''),
+             ('engines', 'ct-e1:serving,ct-e1:serving,ct-e2:standby', '')$$,
+    'fixture: the API built graph runs, work items pending, dispatched and completed, and engine rows'
 );
 
 -- ===========================================================================
@@ -202,10 +245,12 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET version = -1 WHERE id 
           '23514 workflow_version_positive', 'workflow_version_positive: a negative version is refused');
 SELECT is(pg_temp.accepted('workflow_version_positive', $$UPDATE flowforge.workflow SET version = 1 WHERE id = pg_temp.id('W2')$$),
           'accepted', 'workflow_version_positive: version 1 is accepted');
-SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET kind = 'graph' WHERE id = pg_temp.id('W2')$$),
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET kind = 'machine' WHERE id = pg_temp.id('W2')$$),
           '23514 workflow_kind_valid', 'workflow_kind_valid: an unsupported kind is refused');
 SELECT is(pg_temp.accepted('workflow_kind_valid', $$UPDATE flowforge.workflow SET kind = 'dag' WHERE id = pg_temp.id('W2')$$),
           'accepted', 'workflow_kind_valid: dag is accepted');
+SELECT is(pg_temp.accepted('workflow_kind_valid', $$UPDATE flowforge.workflow SET kind = 'graph' WHERE id = pg_temp.id('GW')$$),
+          'accepted', 'workflow_kind_valid: graph is accepted (0015)');
 SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET name = '9lives' WHERE id = pg_temp.id('W2')$$),
           '23514 workflow_name_valid', 'workflow_name_valid: a name starts with a letter');
 SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET name = 'has space' WHERE id = pg_temp.id('W2')$$),
@@ -552,6 +597,334 @@ SELECT is(pg_temp.accepted('setting_max_payload_sane', $$UPDATE flowforge.settin
           'accepted', 'setting_max_payload_sane: 256 MiB is accepted');
 
 -- ===========================================================================
+-- 0015: definition nodes and task runs carry selectors and affinity
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET max_visits = 0 WHERE id = pg_temp.task('GW', 'review')$$),
+          '23514 task_max_visits_positive', 'task_max_visits_positive: a node that may never be entered is refused');
+SELECT is(pg_temp.accepted('task_max_visits_positive', $$UPDATE flowforge.task SET max_visits = 1 WHERE id = pg_temp.task('GW', 'review')$$),
+          'accepted', 'task_max_visits_positive: one visit is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET affinity_policy = 'sticky' WHERE id = pg_temp.task('GW', 'publish')$$),
+          '23514 task_affinity_policy_valid', 'task_affinity_policy_valid: an unknown policy is refused');
+SELECT is(pg_temp.accepted('task_affinity_policy_valid', $$UPDATE flowforge.task SET affinity_policy = 'hard' WHERE id = pg_temp.task('GW', 'publish')$$),
+          'accepted', 'task_affinity_policy_valid: hard is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET worker_params = '["gpu"]' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_worker_params_is_object', 'task_worker_params_is_object: selectors that are not an object are refused');
+SELECT is(pg_temp.accepted('task_worker_params_is_object', $$UPDATE flowforge.task SET worker_params = '{"gpu": true}' WHERE id = pg_temp.task('W', 'b')$$),
+          'accepted', 'task_worker_params_is_object: an object of labels is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET affinity_key = 'run:x' WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_affinity_valid', 'taskrun_affinity_valid: an affinity key without a policy is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET affinity_policy = 'soft' WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_affinity_valid', 'taskrun_affinity_valid: a policy without a key is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET affinity_key = 'run:x', affinity_policy = 'sticky' WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_affinity_valid', 'taskrun_affinity_valid: an unknown policy is refused');
+SELECT is(pg_temp.accepted('taskrun_affinity_valid', $$UPDATE flowforge.task_run SET affinity_key = 'run:x', affinity_policy = 'hard' WHERE id = pg_temp.tr('R', 'b')$$),
+          'accepted', 'taskrun_affinity_valid: a key with its policy is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET worker_params = '"gpu"' WHERE id = pg_temp.tr('R', 'b')$$),
+          '23514 taskrun_worker_params_is_object', 'taskrun_worker_params_is_object: a scalar is refused');
+SELECT is(pg_temp.accepted('taskrun_worker_params_is_object', $$UPDATE flowforge.task_run SET worker_params = '{"gpu": true}' WHERE id = pg_temp.tr('R', 'b')$$),
+          'accepted', 'taskrun_worker_params_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET agent_timeout = '4 seconds'$$),
+          '23514 setting_agent_timeout_sane', 'setting_agent_timeout_sane: under 5 seconds is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET agent_timeout = '1 day 1 second'$$),
+          '23514 setting_agent_timeout_sane', 'setting_agent_timeout_sane: over a day is refused');
+SELECT is(pg_temp.accepted('setting_agent_timeout_sane', $$UPDATE flowforge.setting SET agent_timeout = '5 seconds'$$),
+          'accepted', 'setting_agent_timeout_sane: 5 seconds is accepted');
+SELECT is(pg_temp.accepted('setting_agent_timeout_sane', $$UPDATE flowforge.setting SET agent_timeout = '1 day'$$),
+          'accepted', 'setting_agent_timeout_sane: a day is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET duty_lease = '4 seconds'$$),
+          '23514 setting_duty_lease_sane', 'setting_duty_lease_sane: under 5 seconds is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET duty_lease = '1 hour 1 second'$$),
+          '23514 setting_duty_lease_sane', 'setting_duty_lease_sane: over an hour is refused');
+SELECT is(pg_temp.accepted('setting_duty_lease_sane', $$UPDATE flowforge.setting SET duty_lease = '5 seconds'$$),
+          'accepted', 'setting_duty_lease_sane: 5 seconds is accepted');
+SELECT is(pg_temp.accepted('setting_duty_lease_sane', $$UPDATE flowforge.setting SET duty_lease = '1 hour'$$),
+          'accepted', 'setting_duty_lease_sane: an hour is accepted');
+
+-- ===========================================================================
+-- engine_run  (the directory: R a DAG run, GR1 a graph run)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET engine_kind = 'machine' WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 engine_run_kind_valid', 'engine_run_kind_valid: an unknown engine is refused');
+SELECT is(pg_temp.accepted('engine_run_kind_valid', $$UPDATE flowforge.engine_run SET engine_kind = 'dag' WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'engine_run_kind_valid: dag is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET run_id = pg_temp.id('R') WHERE run_id = pg_temp.id('GR1')$$),
+          '23505 engine_run_tenant_run_uq', 'engine_run_tenant_run_uq: two directory rows for one run');
+SELECT is(pg_temp.accepted('engine_run_tenant_run_uq',
+          $$UPDATE flowforge.engine_run SET run_id = pg_temp.id('R'), organization_id = pg_temp.id('O') WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'engine_run_tenant_run_uq: the same run id in another organization is accepted (the key is per organization)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET ended_at = created_at - interval '1 millisecond' WHERE run_id = pg_temp.id('R')$$),
+          '23514 engine_run_ended_after_created', 'engine_run_ended_after_created: a run that ended before it began is refused');
+SELECT is(pg_temp.accepted('engine_run_ended_after_created', $$UPDATE flowforge.engine_run SET ended_at = created_at WHERE run_id = pg_temp.id('R')$$),
+          'accepted', 'engine_run_ended_after_created: ending the instant it began is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET deleted_at = now() WHERE run_id = pg_temp.id('R')$$),
+          '23514 engine_run_deleted_pair', 'engine_run_deleted_pair: deleted_at without deleted_by is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET deleted_by = 'someone' WHERE run_id = pg_temp.id('R')$$),
+          '23514 engine_run_deleted_pair', 'engine_run_deleted_pair: deleted_by without deleted_at is refused');
+SELECT is(pg_temp.accepted('engine_run_deleted_pair', $$UPDATE flowforge.engine_run SET deleted_at = now(), deleted_by = 'someone' WHERE run_id = pg_temp.id('R')$$),
+          'accepted', 'engine_run_deleted_pair: both together are accepted');
+
+-- ===========================================================================
+-- graph_run, graph_step, graph_visit, graph_edge  (GR1 running at review, GS succeeded)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET status = 'done' WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_status_valid', 'graph_run_status_valid: an unknown status is refused');
+SELECT is(pg_temp.accepted('graph_run_status_valid', $$UPDATE flowforge.graph_run SET status = 'cancelled', finished_at = now() WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'graph_run_status_valid: cancelled is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET finished_at = NULL WHERE run_id = pg_temp.id('GS')$$),
+          '23514 graph_run_finished_matches_status', 'graph_run_finished_matches_status (=>): a succeeded run without a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET status = 'failed' WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_finished_matches_status', 'graph_run_finished_matches_status (=>): failing without a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET finished_at = now() WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_finished_matches_status', 'graph_run_finished_matches_status (<=): a running run with a finish time');
+SELECT is(pg_temp.accepted('graph_run_finished_matches_status',
+          $$UPDATE flowforge.graph_run SET status = 'running', finished_at = NULL WHERE run_id = pg_temp.id('GS')$$),
+          'accepted', 'graph_run_finished_matches_status: a reopened run without a finish time is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET steps = -1 WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_steps_within_max', 'graph_run_steps_within_max: a negative step count is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET steps = max_steps + 1 WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_steps_within_max', 'graph_run_steps_within_max: a step beyond max_steps is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET steps = 0, max_steps = 0 WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_steps_within_max', 'graph_run_steps_within_max: max_steps 0 is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET max_steps = 100001 WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_steps_within_max', 'graph_run_steps_within_max: max_steps over 100000 is refused');
+SELECT is(pg_temp.accepted('graph_run_steps_within_max', $$UPDATE flowforge.graph_run SET steps = max_steps WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'graph_run_steps_within_max: the last step allowed is accepted');
+SELECT is(pg_temp.accepted('graph_run_steps_within_max', $$UPDATE flowforge.graph_run SET max_steps = 100000 WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'graph_run_steps_within_max: max_steps 100000 is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET state = '[1]' WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_state_is_object', 'graph_run_state_is_object: run data that is not an object is refused');
+SELECT is(pg_temp.accepted('graph_run_state_is_object', $$UPDATE flowforge.graph_run SET state = '{"k": [1]}' WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'graph_run_state_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET input = '"x"' WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_input_is_object', 'graph_run_input_is_object: a scalar input is refused');
+SELECT is(pg_temp.accepted('graph_run_input_is_object', $$UPDATE flowforge.graph_run SET input = '{}' WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'graph_run_input_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_run SET deleted_by = 'someone' WHERE run_id = pg_temp.id('GR1')$$),
+          '23514 graph_run_deleted_pair', 'graph_run_deleted_pair: deleted_by without deleted_at is refused');
+SELECT is(pg_temp.accepted('graph_run_deleted_pair', $$UPDATE flowforge.graph_run SET deleted_at = now(), deleted_by = 'someone' WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'graph_run_deleted_pair: both together are accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.graph_run (organization_id, run_id, definition_id, max_steps, status, created_by)
+                            VALUES (flowforge.current_organization(), pg_temp.id('GR1'), pg_temp.id('GW'), 20, 'running', 'test')$$),
+          '23505 graph_run_runid_uq', 'graph_run_runid_uq: two graph runs under one run id');
+SELECT is(pg_temp.accepted('graph_run_runid_uq', $$INSERT INTO flowforge.graph_run (organization_id, run_id, definition_id, max_steps, status, created_by)
+                            VALUES (pg_temp.id('O'), pg_temp.id('GR1'), pg_temp.id('GW'), 20, 'running', 'test')$$),
+          'accepted', 'graph_run_runid_uq: the same run id in another organization is accepted');
+
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_step SET step = 0 WHERE run_id = pg_temp.id('GR1') AND step = 1$$),
+          '23514 graph_step_positive', 'graph_step_positive: step 0 is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_step SET visit = 0 WHERE run_id = pg_temp.id('GR1') AND step = 1$$),
+          '23514 graph_step_positive', 'graph_step_positive: visit 0 is refused');
+SELECT is(pg_temp.accepted('graph_step_positive', $$UPDATE flowforge.graph_step SET visit = 2 WHERE run_id = pg_temp.id('GR1') AND step = 1$$),
+          'accepted', 'graph_step_positive: a second visit is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_step SET step = 2 WHERE run_id = pg_temp.id('GR1') AND step = 1$$),
+          '23505 graph_step_pkey', 'graph_step_pkey: two rows for one step of one run');
+SELECT is(pg_temp.accepted('graph_step_pkey', $$UPDATE flowforge.graph_step SET step = 3 WHERE run_id = pg_temp.id('GR1') AND step = 2$$),
+          'accepted', 'graph_step_pkey: a fresh step is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_visit SET visits = 0 WHERE run_id = pg_temp.id('GR1') AND node = 'draft'$$),
+          '23514 graph_visit_positive', 'graph_visit_positive: a counter row of zero visits is refused');
+SELECT is(pg_temp.accepted('graph_visit_positive', $$UPDATE flowforge.graph_visit SET visits = 7 WHERE run_id = pg_temp.id('GR1') AND node = 'draft'$$),
+          'accepted', 'graph_visit_positive: seven visits are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_visit SET node = 'draft' WHERE run_id = pg_temp.id('GR1') AND node = 'review'$$),
+          '23505 graph_visit_pkey', 'graph_visit_pkey: two counters for one node of one run');
+SELECT is(pg_temp.accepted('graph_visit_pkey', $$UPDATE flowforge.graph_visit SET node = 'publish' WHERE run_id = pg_temp.id('GR1') AND node = 'review'$$),
+          'accepted', 'graph_visit_pkey: another node''s counter is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_edge SET position = 0 WHERE from_task_id = pg_temp.task('GW', 'draft')$$),
+          '23514 graph_edge_position_positive', 'graph_edge_position_positive: position 0 is refused');
+SELECT is(pg_temp.accepted('graph_edge_position_positive', $$UPDATE flowforge.graph_edge SET position = 3 WHERE from_task_id = pg_temp.task('GW', 'draft')$$),
+          'accepted', 'graph_edge_position_positive: a positive position is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.graph_edge SET position = 1 WHERE from_task_id = pg_temp.task('GW', 'review') AND position = 2$$),
+          '23505 graph_edge_pkey', 'graph_edge_pkey: two edges of one node in one position (the order they are tried is total)');
+SELECT is(pg_temp.accepted('graph_edge_pkey', $$UPDATE flowforge.graph_edge SET position = 5 WHERE from_task_id = pg_temp.task('GW', 'review') AND position = 2$$),
+          'accepted', 'graph_edge_pkey: a free position is accepted');
+
+-- ===========================================================================
+-- agent, affinity_binding  (ct-agent-a with bindings key:1 and key:2, ct-agent-b)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.agent (organization_id, name, created_by)
+                            VALUES (flowforge.current_organization(), 'ct-agent-b', 'test')$$),
+          '23505 agent_name_key', 'agent_name_key: two agents of one name in one organization');
+SELECT is(pg_temp.accepted('agent_name_key', $$INSERT INTO flowforge.agent (organization_id, name, created_by)
+                            VALUES (pg_temp.id('O'), 'ct-agent-b', 'test')$$),
+          'accepted', 'agent_name_key: the same name in another organization is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.agent SET name = '' WHERE name = 'ct-agent-b'$$),
+          '23514 agent_name_valid', 'agent_name_valid: an empty name is refused');
+SELECT is(pg_temp.accepted('agent_name_valid', $$UPDATE flowforge.agent SET name = 'x' WHERE name = 'ct-agent-b'$$),
+          'accepted', 'agent_name_valid: a one-character name is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.agent SET status = 'dead' WHERE name = 'ct-agent-b'$$),
+          '23514 agent_status_valid', 'agent_status_valid: an unknown status is refused');
+SELECT is(pg_temp.accepted('agent_status_valid', $$UPDATE flowforge.agent SET status = 'draining' WHERE name = 'ct-agent-b'$$),
+          'accepted', 'agent_status_valid: draining is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.agent SET agent_type = 'cloud' WHERE name = 'ct-agent-b'$$),
+          '23514 agent_type_valid', 'agent_type_valid: an unknown type is refused');
+SELECT is(pg_temp.accepted('agent_type_valid', $$UPDATE flowforge.agent SET agent_type = 'local' WHERE name = 'ct-agent-b'$$),
+          'accepted', 'agent_type_valid: local is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.agent SET metadata = '["gpu"]' WHERE name = 'ct-agent-b'$$),
+          '23514 agent_metadata_is_object', 'agent_metadata_is_object: labels that are not an object are refused');
+SELECT is(pg_temp.accepted('agent_metadata_is_object', $$UPDATE flowforge.agent SET metadata = '{"gpu": false}' WHERE name = 'ct-agent-b'$$),
+          'accepted', 'agent_metadata_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.agent SET metrics = '12.5' WHERE name = 'ct-agent-b'$$),
+          '23514 agent_metrics_is_object', 'agent_metrics_is_object: a bare number is refused');
+SELECT is(pg_temp.accepted('agent_metrics_is_object', $$UPDATE flowforge.agent SET metrics = '{"cpu_percent": 12.5}' WHERE name = 'ct-agent-b'$$),
+          'accepted', 'agent_metrics_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.agent SET heartbeat_interval = '999 milliseconds' WHERE name = 'ct-agent-b'$$),
+          '23514 agent_heartbeat_interval_sane', 'agent_heartbeat_interval_sane: under a second is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.agent SET heartbeat_interval = '1 hour 1 second' WHERE name = 'ct-agent-b'$$),
+          '23514 agent_heartbeat_interval_sane', 'agent_heartbeat_interval_sane: over an hour is refused');
+SELECT is(pg_temp.accepted('agent_heartbeat_interval_sane', $$UPDATE flowforge.agent SET heartbeat_interval = '1 second' WHERE name = 'ct-agent-b'$$),
+          'accepted', 'agent_heartbeat_interval_sane: a second is accepted');
+SELECT is(pg_temp.accepted('agent_heartbeat_interval_sane', $$UPDATE flowforge.agent SET heartbeat_interval = '1 hour' WHERE name = 'ct-agent-b'$$),
+          'accepted', 'agent_heartbeat_interval_sane: an hour is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.agent SET deleted_at = now() WHERE name = 'ct-agent-b'$$),
+          '23514 agent_deleted_pair', 'agent_deleted_pair: deleted_at without deleted_by is refused');
+SELECT is(pg_temp.accepted('agent_deleted_pair', $$UPDATE flowforge.agent SET deleted_at = now(), deleted_by = 'someone' WHERE name = 'ct-agent-b'$$),
+          'accepted', 'agent_deleted_pair: both together are accepted');
+
+SELECT is(pg_temp.refused($$UPDATE flowforge.affinity_binding SET affinity_key = 'key:1' WHERE affinity_key = 'key:2'$$),
+          '23505 affinity_binding_key_uq', 'affinity_binding_key_uq: one key pinned twice (two agents racing both win)');
+SELECT is(pg_temp.accepted('affinity_binding_key_uq',
+          $$UPDATE flowforge.affinity_binding SET affinity_key = 'key:1', organization_id = pg_temp.id('O') WHERE affinity_key = 'key:2'$$),
+          'accepted', 'affinity_binding_key_uq: the same key in another organization is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.affinity_binding SET affinity_key = '' WHERE affinity_key = 'key:2'$$),
+          '23514 affinity_binding_key_valid', 'affinity_binding_key_valid: an empty key is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.affinity_binding SET affinity_key = repeat('k', 1001) WHERE affinity_key = 'key:2'$$),
+          '23514 affinity_binding_key_valid', 'affinity_binding_key_valid: a key over 1000 characters is refused');
+SELECT is(pg_temp.accepted('affinity_binding_key_valid', $$UPDATE flowforge.affinity_binding SET affinity_key = repeat('k', 1000) WHERE affinity_key = 'key:2'$$),
+          'accepted', 'affinity_binding_key_valid: 1000 characters are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.affinity_binding SET generation = 0 WHERE affinity_key = 'key:2'$$),
+          '23514 affinity_binding_generation_positive', 'affinity_binding_generation_positive: generation 0 is refused');
+SELECT is(pg_temp.accepted('affinity_binding_generation_positive', $$UPDATE flowforge.affinity_binding SET generation = generation + 1 WHERE affinity_key = 'key:2'$$),
+          'accepted', 'affinity_binding_generation_positive: a rebind (generation + 1) is accepted');
+
+-- ===========================================================================
+-- work_item  (WP pending, WD dispatched, WC completed)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET status = 'running' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_status_valid', 'work_item_status_valid: a DAG task''s state name is not an item status');
+SELECT is(pg_temp.accepted('work_item_status_valid', $$UPDATE flowforge.work_item SET status = 'cancelled', completed_at = now() WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_status_valid: cancelled is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET engine_kind = 'machine' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_engine_kind_valid', 'work_item_engine_kind_valid: an unknown engine is refused');
+SELECT is(pg_temp.accepted('work_item_engine_kind_valid', $$UPDATE flowforge.work_item SET engine_kind = 'dag' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_engine_kind_valid: dag is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET lease_expires_at = NULL WHERE id = pg_temp.id('WD')$$),
+          '23514 work_item_lease_iff_dispatched', 'work_item_lease_iff_dispatched (=>): a dispatched item with no lease (the reaper could never see it)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET status = 'dispatched' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_lease_iff_dispatched', 'work_item_lease_iff_dispatched (=>): dispatching without setting a lease');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET lease_expires_at = now() + interval '30 seconds' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_lease_iff_dispatched', 'work_item_lease_iff_dispatched (<=): a pending item holding a lease');
+SELECT is(pg_temp.accepted('work_item_lease_iff_dispatched', $$UPDATE flowforge.work_item SET lease_expires_at = lease_expires_at + interval '30 seconds' WHERE id = pg_temp.id('WD')$$),
+          'accepted', 'work_item_lease_iff_dispatched: a dispatched item extending its lease is accepted');
+SELECT is(pg_temp.accepted('work_item_lease_iff_dispatched', $$UPDATE flowforge.work_item SET status = 'pending', lease_expires_at = NULL WHERE id = pg_temp.id('WD')$$),
+          'accepted', 'work_item_lease_iff_dispatched: a reaped item back to pending without a lease is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET completed_at = NULL WHERE id = pg_temp.id('WC')$$),
+          '23514 work_item_completed_at_matches_status', 'work_item_completed_at_matches_status (=>): a completed item without a completion time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET status = 'failed', lease_expires_at = NULL WHERE id = pg_temp.id('WD')$$),
+          '23514 work_item_completed_at_matches_status', 'work_item_completed_at_matches_status (=>): failing without a completion time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET completed_at = now() WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_completed_at_matches_status', 'work_item_completed_at_matches_status (<=): a pending item with a completion time');
+SELECT is(pg_temp.accepted('work_item_completed_at_matches_status',
+          $$UPDATE flowforge.work_item SET status = 'failed', lease_expires_at = NULL, completed_at = dispatched_at WHERE id = pg_temp.id('WD')$$),
+          'accepted', 'work_item_completed_at_matches_status: a failed item with a completion time is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET completed_at = dispatched_at - interval '1 millisecond' WHERE id = pg_temp.id('WC')$$),
+          '23514 work_item_completed_after_dispatched', 'work_item_completed_after_dispatched: completed before it was dispatched');
+SELECT is(pg_temp.accepted('work_item_completed_after_dispatched', $$UPDATE flowforge.work_item SET completed_at = dispatched_at WHERE id = pg_temp.id('WC')$$),
+          'accepted', 'work_item_completed_after_dispatched: a zero duration is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET retry_count = -1 WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_retries_valid', 'work_item_retries_valid: a negative retry count is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET retry_count = 0, max_retries = -1 WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_retries_valid', 'work_item_retries_valid: a negative retry budget is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET retry_count = max_retries + 1 WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_retries_valid', 'work_item_retries_valid: a retry beyond the budget is refused');
+SELECT is(pg_temp.accepted('work_item_retries_valid', $$UPDATE flowforge.work_item SET retry_count = max_retries WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_retries_valid: the last retry is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET fencing_token = -1 WHERE id = pg_temp.id('WD')$$),
+          '23514 work_item_fencing_non_negative', 'work_item_fencing_non_negative: a negative token is refused');
+SELECT is(pg_temp.accepted('work_item_fencing_non_negative', $$UPDATE flowforge.work_item SET fencing_token = 0 WHERE id = pg_temp.id('WD')$$),
+          'accepted', 'work_item_fencing_non_negative: token 0 is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET payload = '[]' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_payload_is_object', 'work_item_payload_is_object: an array payload is refused');
+SELECT is(pg_temp.accepted('work_item_payload_is_object', $$UPDATE flowforge.work_item SET payload = '{}' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_payload_is_object: an object payload is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET worker_params = '"gpu"' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_worker_params_is_object', 'work_item_worker_params_is_object: a scalar is refused');
+SELECT is(pg_temp.accepted('work_item_worker_params_is_object', $$UPDATE flowforge.work_item SET worker_params = '{"gpu": true}' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_worker_params_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET affinity_key = 'run:x' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_affinity_valid', 'work_item_affinity_valid: an affinity key without a policy is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET affinity_policy = 'hard' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_affinity_valid', 'work_item_affinity_valid: a policy without a key is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET affinity_key = 'run:x', affinity_policy = 'sticky' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_affinity_valid', 'work_item_affinity_valid: an unknown policy is refused');
+SELECT is(pg_temp.accepted('work_item_affinity_valid', $$UPDATE flowforge.work_item SET affinity_key = 'run:x', affinity_policy = 'hard' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_affinity_valid: a key with its policy is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET backoff = '-1 second' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_durations_bounded', 'work_item_durations_bounded: a negative backoff is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET backoff = '1 day 1 second', max_backoff = '7 days' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_durations_bounded', 'work_item_durations_bounded: a backoff over a day is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET max_backoff = '999 milliseconds' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_durations_bounded', 'work_item_durations_bounded: a cap below the backoff is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET max_backoff = '7 days 1 second' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_durations_bounded', 'work_item_durations_bounded: a cap over 7 days is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET backoff_factor = 0.99 WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_durations_bounded', 'work_item_durations_bounded: a shrinking backoff (factor < 1) is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET backoff_factor = 100.01 WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_durations_bounded', 'work_item_durations_bounded: a factor above 100 is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET timeout = '0' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_durations_bounded', 'work_item_durations_bounded: a zero timeout is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET timeout = '30 days 1 second' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_durations_bounded', 'work_item_durations_bounded: a timeout over 30 days is refused');
+SELECT is(pg_temp.accepted('work_item_durations_bounded',
+          $$UPDATE flowforge.work_item SET backoff = '1 day', max_backoff = '7 days', backoff_factor = 100, timeout = '30 days' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_durations_bounded: the upper bounds themselves are accepted');
+SELECT is(pg_temp.accepted('work_item_durations_bounded',
+          $$UPDATE flowforge.work_item SET backoff = '0', max_backoff = '0', backoff_factor = 1, timeout = '1 microsecond' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_durations_bounded: the lower bounds themselves are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET queue = '.q' WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_queue_valid', 'work_item_queue_valid: a queue starts with a letter');
+SELECT is(pg_temp.accepted('work_item_queue_valid', $$UPDATE flowforge.work_item SET queue = 'a.b-c_1' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_queue_valid: the task.queue alphabet is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET deleted_at = now() WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_deleted_pair', 'work_item_deleted_pair: deleted_at without deleted_by is refused');
+SELECT is(pg_temp.accepted('work_item_deleted_pair', $$UPDATE flowforge.work_item SET deleted_at = now(), deleted_by = 'someone' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_deleted_pair: both together are accepted');
+SELECT is(pg_temp.probe($$UPDATE flowforge.work_item SET organization_id = NULL WHERE id = pg_temp.id('WP')$$),
+          '23502 organization_id', 'work_item.organization_id: an item without a tenant is refused (NOT NULL)');
+
+-- ===========================================================================
+-- engine  (ct-e1 serving the default organization and O, ct-e2 standby in the default organization)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine SET status = 'leader' WHERE engine_id = 'ct-e2'$$),
+          '23514 engine_status_valid', 'engine_status_valid: an unknown status is refused');
+SELECT is(pg_temp.accepted('engine_status_valid',
+          $$UPDATE flowforge.engine SET status = 'standby', lease_expires_at = NULL WHERE engine_id = 'ct-e1' AND organization_id = pg_temp.id('O')$$),
+          'accepted', 'engine_status_valid: giving an organization back (standby) is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine SET lease_expires_at = NULL WHERE engine_id = 'ct-e1'$$),
+          '23514 engine_lease_iff_serving', 'engine_lease_iff_serving (=>): serving with no lease (nobody could ever take it over)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine SET lease_expires_at = now() + interval '30 seconds' WHERE engine_id = 'ct-e2'$$),
+          '23514 engine_lease_iff_serving', 'engine_lease_iff_serving (<=): a standby row holding a lease');
+SELECT is(pg_temp.accepted('engine_lease_iff_serving', $$UPDATE flowforge.engine SET lease_expires_at = lease_expires_at + interval '30 seconds' WHERE engine_id = 'ct-e1'$$),
+          'accepted', 'engine_lease_iff_serving: renewing a lease is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine SET generation = -1 WHERE engine_id = 'ct-e2'$$),
+          '23514 engine_generation_non_negative', 'engine_generation_non_negative: a negative generation is refused');
+SELECT is(pg_temp.accepted('engine_generation_non_negative', $$UPDATE flowforge.engine SET generation = 0 WHERE engine_id = 'ct-e2'$$),
+          'accepted', 'engine_generation_non_negative: generation 0 (never served) is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine SET engine_id = '' WHERE engine_id = 'ct-e2'$$),
+          '23514 engine_id_valid', 'engine_id_valid: an empty engine id is refused');
+SELECT is(pg_temp.accepted('engine_id_valid', $$UPDATE flowforge.engine SET engine_id = 'x' WHERE engine_id = 'ct-e2'$$),
+          'accepted', 'engine_id_valid: a one-character id is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine SET engine_id = 'ct-e1' WHERE engine_id = 'ct-e2'$$),
+          '23505 engine_tenant_engine_uq', 'engine_tenant_engine_uq: two rows of one daemon in one organization');
+SELECT is(pg_temp.accepted('engine_tenant_engine_uq', $$INSERT INTO flowforge.engine (organization_id, engine_id, status, heartbeat_at)
+                            VALUES (pg_temp.id('O'), 'ct-e2', 'standby', now())$$),
+          'accepted', 'engine_tenant_engine_uq: the daemon''s row in another organization is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.engine SET status = 'serving', lease_expires_at = now() + interval '30 seconds'
+                            WHERE engine_id = 'ct-e2'$$),
+          '23505 engine_one_serving_per_org', 'engine_one_serving_per_org: a second daemon serving one organization''s duties');
+SELECT is(pg_temp.accepted('engine_one_serving_per_org', $$INSERT INTO flowforge.engine (organization_id, engine_id, status, lease_expires_at, heartbeat_at)
+                            VALUES (pg_temp.id('X'), 'ct-e2', 'serving', now() + interval '30 seconds', now())$$),
+          'accepted', 'engine_one_serving_per_org: serving an organization nobody serves is accepted');
+
+-- ===========================================================================
 -- Coverage: every CHECK and UNIQUE constraint of the schema was seen to fire
 -- and to accept (a constraint added by a later migration fails this until
 -- it gets its pair of tests here).
@@ -559,14 +932,16 @@ SELECT is(pg_temp.accepted('setting_max_payload_sane', $$UPDATE flowforge.settin
 SELECT set_eq(
     $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
       UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),
-                   ('server_secret_pkey'), ('setting_pkey')$$,
+                   ('server_secret_pkey'), ('setting_pkey'), ('graph_step_pkey'), ('graph_visit_pkey'),
+                   ('graph_edge_pkey'), ('engine_one_serving_per_org')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'refused'$$,
     'every CHECK and UNIQUE constraint was seen to refuse a plain write'
 );
 SELECT set_eq(
     $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
       UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),
-                   ('server_secret_pkey'), ('setting_pkey')$$,
+                   ('server_secret_pkey'), ('setting_pkey'), ('graph_step_pkey'), ('graph_visit_pkey'),
+                   ('graph_edge_pkey'), ('engine_one_serving_per_org')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'accepted'$$,
     'every CHECK and UNIQUE constraint was seen to accept a valid write'
 );
@@ -609,8 +984,33 @@ SELECT ok((SELECT count(*) FROM flowforge.task_run_event WHERE task_run_id IN (S
           AND (SELECT count(*) FROM flowforge.task_run_event WHERE workflow_run_id = pg_temp.id('R') AND task_run_id IS NULL) > 0,
           'the run''s task and run-level events outlive the purge');
 SELECT lives_ok($$DELETE FROM flowforge.workflow_run WHERE id = pg_temp.id('S')$$, 'run S can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.idempotency_key WHERE key = 'key-1'), 1,
+          'its idempotency key names the run''s directory row (0017), which is still there');
+SELECT lives_ok($$DELETE FROM flowforge.engine_run WHERE run_id = pg_temp.id('S')$$, 'run S''s directory row can be deleted');
 SELECT is((SELECT count(*)::int FROM flowforge.idempotency_key WHERE key = 'key-1'), 0,
-          'CASCADE: the run''s idempotency key went with it');
+          'CASCADE: the run''s idempotency key went with its directory row');
+
+-- The substrate (0015): the directory keeps a definition; a graph run's walk
+-- goes with it; a work item keeps its node; bindings go with their agent.
+INSERT INTO ctx VALUES ('GB', flowforge_test.define_graph_single('ct_gbare'));
+INSERT INTO flowforge.engine_run (organization_id, run_id, engine_kind, definition_id, created_by)
+VALUES (flowforge.current_organization(), gen_random_uuid(), 'graph', pg_temp.id('GB'), 'test');
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.workflow WHERE id = pg_temp.id('GB')$$),
+          '23503 engine_run_definition_fkey', 'RESTRICT: a definition the run directory names cannot be deleted');
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.task WHERE id = pg_temp.task('GW', 'draft')$$),
+          '23503 work_item_task_fkey', 'RESTRICT: a graph node with work items cannot be deleted');
+SELECT ok((SELECT count(*) FROM flowforge.graph_step WHERE run_id = pg_temp.id('GS')) > 0
+          AND (SELECT count(*) FROM flowforge.graph_visit WHERE run_id = pg_temp.id('GS')) > 0,
+          'graph run GS has its walk before the purge');
+SELECT lives_ok($$DELETE FROM flowforge.graph_run WHERE run_id = pg_temp.id('GS')$$, 'graph run GS can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.graph_step WHERE run_id = pg_temp.id('GS'))
+          + (SELECT count(*)::int FROM flowforge.graph_visit WHERE run_id = pg_temp.id('GS')), 0,
+          'CASCADE: its steps and visit counters went with it');
+SELECT lives_ok($$DELETE FROM flowforge.agent WHERE name = 'ct-agent-a' AND organization_id = flowforge.current_organization()$$,
+                'an agent holding bindings can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.affinity_binding WHERE agent_id = 'ct-agent-a'
+             AND organization_id = flowforge.current_organization()), 0,
+          'CASCADE: its bindings went with it');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,10 +1,12 @@
 -- Indexes: every index the seed names exists with its exact definition
 -- (columns, order, direction, partial predicate), so do the extra indexes of
--- migrations 0001-0006, and each table has exactly the indexes listed — an index
+-- the migrations (0015: the substrate and the graph engine; 0016: the DAG's
+-- claim indexes re-shaped for lower priority first), and each table has
+-- exactly the indexes listed — an index
 -- nobody can name a query for should not exist (docs/data-model.md).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(60);
+SELECT plan(103);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -24,8 +26,8 @@ SELECT is(pg_temp.indexdef('idx_wfrun_state_age'),
     'CREATE INDEX idx_wfrun_state_age ON flowforge.workflow_run USING btree (state, created_at)',
     'idx_wfrun_state_age: (state, created_at) — the stuck-run sweep');
 SELECT is(pg_temp.indexdef('idx_taskrun_state_age'),
-    'CREATE INDEX idx_taskrun_state_age ON flowforge.task_run USING btree (organization_id, queue, priority DESC, ready_at) WHERE ((state)::text = ''ready''::text)',
-    'idx_taskrun_state_age: reshaped for the claim — (organization_id, queue, priority DESC, ready_at) partial on ready');
+    'CREATE INDEX idx_taskrun_state_age ON flowforge.task_run USING btree (organization_id, queue, priority, ready_at) WHERE ((state)::text = ''ready''::text)',
+    'idx_taskrun_state_age: reshaped for the claim — (organization_id, queue, priority, ready_at) partial on ready: lower priority first (0016)');
 SELECT is(pg_temp.indexdef('idx_taskrun_run_state'),
     'CREATE INDEX idx_taskrun_run_state ON flowforge.task_run USING btree (workflow_run_id, state)',
     'idx_taskrun_run_state: (workflow_run_id, state) — run progress');
@@ -106,8 +108,8 @@ SELECT is(pg_temp.indexdef('idx_event_run_level'),
     'idx_event_run_level: (workflow_run_id, created_at) partial on run-level events');
 
 SELECT is(pg_temp.indexdef('idx_taskrun_ready_by_name'),
-    'CREATE INDEX idx_taskrun_ready_by_name ON flowforge.task_run USING btree (organization_id, queue, task_key, priority DESC, ready_at) WHERE ((state)::text = ''ready''::text)',
-    'idx_taskrun_ready_by_name: (organization_id, queue, task_key, priority DESC, ready_at) partial on ready — claims of given task names');
+    'CREATE INDEX idx_taskrun_ready_by_name ON flowforge.task_run USING btree (organization_id, queue, task_key, priority, ready_at) WHERE ((state)::text = ''ready''::text)',
+    'idx_taskrun_ready_by_name: (organization_id, queue, task_key, priority, ready_at) partial on ready — claims of given task names, lower priority first (0016)');
 SELECT is(pg_temp.indexdef('idx_audit_org_entity'),
     'CREATE INDEX idx_audit_org_entity ON flowforge.audit_log USING btree (organization_id, entity, entity_id, created_at DESC)',
     'idx_audit_org_entity: who did what to one entity, newest first');
@@ -117,6 +119,76 @@ SELECT is(pg_temp.indexdef('api_key_usage_pkey'),
 SELECT is(pg_temp.indexdef('idx_queue_push'),
     'CREATE INDEX idx_queue_push ON flowforge.queue USING btree (organization_id, name) WHERE (exchange IS NOT NULL)',
     'idx_queue_push: (organization_id, name) partial on push queues');
+
+-- ---------------------------------------------------------------------------
+-- 0015: the substrate (seed 002's names) and the graph engine
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('engine_run_tenant_created'),
+    'CREATE INDEX engine_run_tenant_created ON flowforge.engine_run USING btree (organization_id, created_at DESC, id DESC)',
+    'engine_run_tenant_created: an organization''s runs of every engine, newest first (list_runs)');
+SELECT is(pg_temp.indexdef('engine_run_definition_recent'),
+    'CREATE INDEX engine_run_definition_recent ON flowforge.engine_run USING btree (definition_id, created_at DESC, id DESC)',
+    'engine_run_definition_recent: the last N runs of a workflow version, of any engine (list_runs(workflow))');
+SELECT is(pg_temp.indexdef('engine_run_run_idx'),
+    'CREATE INDEX engine_run_run_idx ON flowforge.engine_run USING btree (run_id)',
+    'engine_run_run_idx: a run id alone, across organizations (the operator''s read path, resolve_run_id''s prefix range)');
+SELECT is(pg_temp.indexdef('engine_run_tenant_run_uq'),
+    'CREATE UNIQUE INDEX engine_run_tenant_run_uq ON flowforge.engine_run USING btree (organization_id, run_id)',
+    'engine_run_tenant_run_uq: one directory row per run, within an organization (the lock every work-item engine shares)');
+SELECT is(pg_temp.indexdef('work_item_status_priority_idx'),
+    'CREATE INDEX work_item_status_priority_idx ON flowforge.work_item USING btree (organization_id, queue, priority, next_attempt_at) WHERE ((status)::text = ''pending''::text)',
+    'work_item_status_priority_idx: (organization_id, queue, priority, next_attempt_at) partial on pending — claim_work, lower priority first');
+SELECT is(pg_temp.indexdef('work_item_ready_by_name_idx'),
+    'CREATE INDEX work_item_ready_by_name_idx ON flowforge.work_item USING btree (organization_id, queue, task_name, priority, next_attempt_at) WHERE ((status)::text = ''pending''::text)',
+    'work_item_ready_by_name_idx: (organization_id, queue, task_name, priority, next_attempt_at) partial on pending — claim_work(task_names)');
+SELECT is(pg_temp.indexdef('work_item_lease_idx'),
+    'CREATE INDEX work_item_lease_idx ON flowforge.work_item USING btree (lease_expires_at) WHERE ((status)::text = ''dispatched''::text)',
+    'work_item_lease_idx: (lease_expires_at) partial on dispatched — the work-item reaper');
+SELECT is(pg_temp.indexdef('work_item_run_idx'),
+    'CREATE INDEX work_item_run_idx ON flowforge.work_item USING btree (organization_id, run_id)',
+    'work_item_run_idx: (organization_id, run_id) — a run''s items (cancel, get_run)');
+SELECT is(pg_temp.indexdef('work_item_parent_idx'),
+    'CREATE INDEX work_item_parent_idx ON flowforge.work_item USING btree (parent_work_item_id) WHERE (parent_work_item_id IS NOT NULL)',
+    'work_item_parent_idx: (parent_work_item_id) partial — a fan-out''s children, the parent cascade');
+SELECT is(pg_temp.indexdef('work_item_task_idx'),
+    'CREATE INDEX work_item_task_idx ON flowforge.work_item USING btree (task_id)',
+    'work_item_task_idx: (task_id) — serves the RESTRICT check when a definition node is deleted');
+SELECT is(pg_temp.indexdef('agent_name_key'),
+    'CREATE UNIQUE INDEX agent_name_key ON flowforge.agent USING btree (organization_id, name)',
+    'agent_name_key: (organization_id, name) — agents are addressed by name, per organization');
+SELECT is(pg_temp.indexdef('affinity_binding_key_uq'),
+    'CREATE UNIQUE INDEX affinity_binding_key_uq ON flowforge.affinity_binding USING btree (organization_id, affinity_key)',
+    'affinity_binding_key_uq: (organization_id, affinity_key) — one binding per key: two agents racing to pin it, one wins');
+SELECT is(pg_temp.indexdef('affinity_binding_agent_idx'),
+    'CREATE INDEX affinity_binding_agent_idx ON flowforge.affinity_binding USING btree (organization_id, agent_id)',
+    'affinity_binding_agent_idx: what is pinned to an agent (releasing an inactive agent''s bindings, list_agents, the FK cascade)');
+SELECT is(pg_temp.indexdef('engine_tenant_engine_uq'),
+    'CREATE UNIQUE INDEX engine_tenant_engine_uq ON flowforge.engine USING btree (organization_id, engine_id)',
+    'engine_tenant_engine_uq: (organization_id, engine_id) — one row per daemon per organization');
+SELECT is(pg_temp.indexdef('engine_one_serving_per_org'),
+    'CREATE UNIQUE INDEX engine_one_serving_per_org ON flowforge.engine USING btree (organization_id) WHERE ((status)::text = ''serving''::text)',
+    'engine_one_serving_per_org: (organization_id) unique partial on serving — never two daemons on one organization''s duties');
+SELECT is(pg_temp.indexdef('engine_engine_idx'),
+    'CREATE INDEX engine_engine_idx ON flowforge.engine USING btree (engine_id, heartbeat_at)',
+    'engine_engine_idx: (engine_id, heartbeat_at) — a daemon''s own rows (renew, give back)');
+SELECT is(pg_temp.indexdef('graph_run_runid_uq'),
+    'CREATE UNIQUE INDEX graph_run_runid_uq ON flowforge.graph_run USING btree (organization_id, run_id)',
+    'graph_run_runid_uq: (organization_id, run_id) — one graph run per run id');
+SELECT is(pg_temp.indexdef('graph_step_pkey'),
+    'CREATE UNIQUE INDEX graph_step_pkey ON flowforge.graph_step USING btree (run_id, step)',
+    'graph_step_pkey: (run_id, step) — the path, in step order');
+SELECT is(pg_temp.indexdef('graph_visit_pkey'),
+    'CREATE UNIQUE INDEX graph_visit_pkey ON flowforge.graph_visit USING btree (run_id, node)',
+    'graph_visit_pkey: (run_id, node) — one visit counter per node (run_counts)');
+SELECT is(pg_temp.indexdef('graph_edge_pkey'),
+    'CREATE UNIQUE INDEX graph_edge_pkey ON flowforge.graph_edge USING btree (from_task_id, "position")',
+    'graph_edge_pkey: (from_task_id, position) — a node''s edges in the order they are tried');
+SELECT is(pg_temp.indexdef('idx_graph_edge_workflow'),
+    'CREATE INDEX idx_graph_edge_workflow ON flowforge.graph_edge USING btree (workflow_id)',
+    'idx_graph_edge_workflow: the cascade when a workflow version is deleted');
+SELECT is(pg_temp.indexdef('idx_event_work_item'),
+    'CREATE INDEX idx_event_work_item ON flowforge.task_run_event USING btree (work_item_id, created_at) WHERE (work_item_id IS NOT NULL)',
+    'idx_event_work_item: (work_item_id, created_at) partial — a work item''s event log');
 
 -- ---------------------------------------------------------------------------
 -- Exactly these indexes per table
@@ -138,11 +210,24 @@ SELECT indexes_are('flowforge', 'idempotency_key', ARRAY['idempotency_key_pkey',
 SELECT indexes_are('flowforge', 'outbox_message', ARRAY[
     'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending', 'idx_outbox_run']);
 SELECT indexes_are('flowforge', 'task_run_event', ARRAY[
-    'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level']);
+    'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level', 'idx_event_work_item']);
 SELECT indexes_are('flowforge', 'queue', ARRAY['queue_pkey', 'idx_queue_push']);
 SELECT indexes_are('flowforge', 'api_key_usage', ARRAY['api_key_usage_pkey']);
 SELECT indexes_are('flowforge', 'server_secret', ARRAY['server_secret_pkey']);
 SELECT indexes_are('flowforge', 'setting', ARRAY['setting_pkey']);
+SELECT indexes_are('flowforge', 'engine_run', ARRAY[
+    'engine_run_pkey', 'engine_run_tenant_run_uq', 'engine_run_tenant_created', 'engine_run_run_idx',
+    'engine_run_definition_recent']);
+SELECT indexes_are('flowforge', 'work_item', ARRAY[
+    'work_item_pkey', 'work_item_status_priority_idx', 'work_item_ready_by_name_idx', 'work_item_lease_idx',
+    'work_item_run_idx', 'work_item_parent_idx', 'work_item_task_idx']);
+SELECT indexes_are('flowforge', 'agent', ARRAY['agent_pkey', 'agent_name_key']);
+SELECT indexes_are('flowforge', 'affinity_binding', ARRAY['affinity_binding_pkey', 'affinity_binding_key_uq', 'affinity_binding_agent_idx']);
+SELECT indexes_are('flowforge', 'engine', ARRAY['engine_pkey', 'engine_tenant_engine_uq', 'engine_one_serving_per_org', 'engine_engine_idx']);
+SELECT indexes_are('flowforge', 'graph_run', ARRAY['graph_run_pkey', 'graph_run_runid_uq']);
+SELECT indexes_are('flowforge', 'graph_step', ARRAY['graph_step_pkey']);
+SELECT indexes_are('flowforge', 'graph_visit', ARRAY['graph_visit_pkey']);
+SELECT indexes_are('flowforge', 'graph_edge', ARRAY['graph_edge_pkey', 'idx_graph_edge_workflow']);
 
 -- ---------------------------------------------------------------------------
 -- The indexes serve their queries. With sequential and bitmap scans priced
@@ -169,7 +254,16 @@ SELECT is((SELECT count(DISTINCT r)::int FROM (SELECT flowforge.start_run('ix_di
 ANALYZE flowforge.task_run;
 ANALYZE flowforge.workflow_run;
 ANALYZE flowforge.outbox_message;
+-- Graph runs: items pending and dispatched, directory rows of both engines.
+SELECT isnt(flowforge_test.define_graph_single('ix_graph'), NULL, 'fixture: ix_graph defined');
+SELECT is((SELECT count(DISTINCT r)::int FROM (SELECT flowforge.start_run('ix_graph') AS r FROM generate_series(1, 20)) s),
+          20, 'fixture: 20 graph runs started');
+SELECT is((SELECT count(*)::int FROM flowforge.claim_work(ARRAY['default'], 'ix-agent', '30 seconds', 5)), 5,
+          'fixture: 5 work items dispatched');
 ANALYZE flowforge.task_run_event;
+ANALYZE flowforge.work_item;
+ANALYZE flowforge.engine_run;
+ANALYZE flowforge.audit_log;
 SET LOCAL enable_seqscan = off;
 SET LOCAL enable_bitmapscan = off;
 
@@ -177,8 +271,8 @@ SELECT matches(pg_temp.plan_of($$
     SELECT id FROM flowforge.task_run
     WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND state = 'ready' AND queue = 'default'
       AND ready_at <= now()
-    ORDER BY priority DESC, ready_at LIMIT 10 FOR UPDATE SKIP LOCKED$$),
-    '^(?!.*Sort).*Index Scan using idx_taskrun_state_age', 'the claim query is an ordered scan of idx_taskrun_state_age, no sort');
+    ORDER BY priority, ready_at LIMIT 10 FOR UPDATE SKIP LOCKED$$),
+    '^(?!.*Sort).*Index Scan using idx_taskrun_state_age', 'the claim query (lower priority first) is an ordered scan of idx_taskrun_state_age, no sort');
 SELECT matches(pg_temp.plan_of($$
     SELECT id FROM flowforge.task_run WHERE state = 'running' AND lease_expires_at < now()
     ORDER BY lease_expires_at LIMIT 1000$$),
@@ -191,7 +285,7 @@ SELECT matches(pg_temp.plan_of($$
     SELECT id FROM flowforge.task_run
     WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND state = 'ready' AND queue = 'default'
       AND task_key = 'a' AND ready_at <= now()
-    ORDER BY priority DESC, ready_at LIMIT 10 FOR UPDATE SKIP LOCKED$$),
+    ORDER BY priority, ready_at LIMIT 10 FOR UPDATE SKIP LOCKED$$),
     '^(?!.*Sort).*Index Scan using idx_taskrun_ready_by_name', 'a claim of one task name is an ordered scan of idx_taskrun_ready_by_name');
 SELECT matches(pg_temp.plan_of($$
     SELECT id FROM flowforge.audit_log
@@ -217,6 +311,53 @@ SELECT matches(pg_temp.plan_of($$
     SELECT kind FROM flowforge.task_run_event WHERE task_run_id = '00000000-0000-0000-0000-000000000000'
     ORDER BY created_at$$),
     '^(?!.*Sort).*Index Scan using idx_event_taskrun_created', 'a task run''s events read idx_event_taskrun_created, no sort');
+
+-- The substrate's load-bearing indexes: the query shapes of claim_work, the
+-- work-item reaper and list_runs.
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.work_item
+    WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND status = 'pending' AND queue = 'default'
+      AND next_attempt_at <= now()
+    ORDER BY priority, next_attempt_at LIMIT 10 FOR UPDATE SKIP LOCKED$$),
+    '^(?!.*Sort).*Index Scan using work_item_status_priority_idx',
+    'claim_work''s pick (lower priority first, then oldest) is an ordered scan of work_item_status_priority_idx, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.work_item
+    WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND status = 'pending' AND queue = 'default'
+      AND task_name = 'work' AND next_attempt_at <= now()
+    ORDER BY priority, next_attempt_at LIMIT 10 FOR UPDATE SKIP LOCKED$$),
+    '^(?!.*Sort).*Index Scan using work_item_ready_by_name_idx',
+    'claim_work of one task name is an ordered scan of work_item_ready_by_name_idx, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.work_item WHERE status = 'dispatched' AND lease_expires_at < now()
+    ORDER BY lease_expires_at LIMIT 1000$$),
+    '^(?!.*Sort).*Index Scan using work_item_lease_idx', 'the work-item reaper is an ordered scan of work_item_lease_idx, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.engine_run WHERE organization_id = '00000000-0000-0000-0000-000000000001'
+    ORDER BY created_at DESC, id DESC LIMIT 10$$),
+    '^(?!.*Sort).*Index Scan using engine_run_tenant_created',
+    'an organization''s newest runs of every engine read engine_run_tenant_created, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.engine_run WHERE definition_id = '00000000-0000-0000-0000-000000000000'
+    ORDER BY created_at DESC, id DESC LIMIT 50$$),
+    '^(?!.*Sort).*Index Scan using engine_run_definition_recent',
+    'the last N runs of a workflow version read engine_run_definition_recent, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT organization_id FROM flowforge.engine_run WHERE run_id = '00000000-0000-0000-0000-000000000000'$$),
+    'Index (Only )?Scan using engine_run_run_idx', 'a run id alone (the operator''s read path) reads engine_run_run_idx');
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.engine_run
+    WHERE run_id BETWEEN '1a2b0000-0000-0000-0000-000000000000' AND '1a2bffff-ffff-ffff-ffff-ffffffffffff'$$),
+    'Index (Only )?Scan using engine_run_run_idx', 'a run id prefix is a range of engine_run_run_idx (resolve_run_id)');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.work_item
+    WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND run_id = '00000000-0000-0000-0000-000000000000'
+      AND status IN ('pending', 'dispatched')$$),
+    'Index Scan using work_item_run_idx', 'a run''s outstanding items (cancel_run) read work_item_run_idx');
+SELECT matches(pg_temp.plan_of($$
+    SELECT kind FROM flowforge.task_run_event WHERE work_item_id = '00000000-0000-0000-0000-000000000000'
+    ORDER BY created_at$$),
+    '^(?!.*Sort).*Index Scan using idx_event_work_item', 'a work item''s events read idx_event_work_item, no sort');
 
 SELECT * FROM finish();
 ROLLBACK;

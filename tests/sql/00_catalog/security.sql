@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(153);
+SELECT plan(217);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the seven group roles exist, cannot log in and carry no attribute
@@ -73,43 +73,52 @@ SELECT set_eq(
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')$$,
     ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
           'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-          'api_key_usage', 'organization', 'server_secret', 'setting'],
+          'api_key_usage', 'organization', 'server_secret', 'setting',
+          'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit',
+          'graph_edge'],
     'the tables covered below are all the flowforge tables (a new table needs its policies tested here)');
 
--- 14 tenant tables x 7 tests.
+-- 23 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine).
 SELECT policies_are('flowforge', t, ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
                     format('flowforge.%s has exactly the policies readonly_select, system_all, tenant_isolation', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'api_key_usage']) AS t;
+                  'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
+                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
 SELECT policy_roles_are('flowforge', t, 'tenant_isolation', ARRAY['flowforge_owner'],
                         format('flowforge.%s tenant_isolation applies to flowforge_owner only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'api_key_usage']) AS t;
+                  'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
+                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'tenant_isolation', 'ALL',
                      format('flowforge.%s tenant_isolation is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'api_key_usage']) AS t;
+                  'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
+                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
 SELECT policy_roles_are('flowforge', t, 'system_all', ARRAY['flowforge_system'],
                         format('flowforge.%s system_all applies to flowforge_system only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'api_key_usage']) AS t;
+                  'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
+                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'system_all', 'ALL', format('flowforge.%s system_all is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'api_key_usage']) AS t;
+                  'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
+                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
 SELECT policy_roles_are('flowforge', t, 'readonly_select', ARRAY['flowforge_readonly'],
                         format('flowforge.%s readonly_select applies to flowforge_readonly only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'api_key_usage']) AS t;
+                  'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
+                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'readonly_select', 'SELECT', format('flowforge.%s readonly_select is FOR SELECT', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'api_key_usage']) AS t;
+                  'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
+                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
 
 -- organization: the tenant API may only read its own organization row.
 SELECT policies_are('flowforge', 'organization', ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
@@ -219,6 +228,8 @@ SELECT is_empty(
 -- Cross-tenant functions (owned by flowforge_system) reach tenants only where
 -- they check the caller themselves: identity, members, keys. A new
 -- system-owned function is closed to tenants until it is added here.
+-- list_engines() (every daemon's liveness) is open to flowforge_readonly only,
+-- which reads every table but server_secret directly anyway.
 SELECT is_empty(
     $$SELECT r.rolname::text || ' -> ' || p.oid::regprocedure::text FROM pg_proc p CROSS JOIN pg_roles r
       WHERE p.pronamespace = 'flowforge'::regnamespace AND pg_get_userbyid(p.proowner) = 'flowforge_system'
@@ -226,6 +237,7 @@ SELECT is_empty(
             'flowforge._caller()', 'flowforge._caller_organization()', 'flowforge.schema_version()',
             'flowforge.add_member(text,name,text)', 'flowforge.remove_member(text,name)',
             'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)', 'flowforge.authenticate(text)')
+        AND NOT (r.rolname = 'flowforge_readonly' AND p.oid::regprocedure::text = 'flowforge.list_engines()')
         AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_gateway', 'flowforge_readonly')
         AND has_function_privilege(r.oid, p.oid, 'EXECUTE')$$,
     'tenant-facing roles execute no cross-tenant function (tick, reaper, outbox drain, create_organization, _audit)');
@@ -240,9 +252,9 @@ SELECT set_eq(
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'flowforge'::regnamespace AND pg_get_userbyid(p.proowner) = 'flowforge_owner'
-        AND p.oid::regprocedure::text NOT IN ('flowforge.now()', 'flowforge.current_organization()')
+        AND p.oid::regprocedure::text NOT IN ('flowforge.now()', 'flowforge.current_organization()', 'flowforge.uuid7()')
         AND has_function_privilege('flowforge_daemon', p.oid, 'EXECUTE')$$,
-    'flowforge_daemon executes no tenant API function');
+    'flowforge_daemon executes no tenant API function (now, current_organization and uuid7 read no tenant data)');
 
 SELECT is_empty(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
@@ -256,10 +268,40 @@ SELECT set_eq(
     $$SELECT p.oid::regprocedure::text FROM pg_proc p
       WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_readonly', p.oid, 'EXECUTE')$$,
     ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()', 'flowforge._caller()',
-          'flowforge._caller_organization()', 'flowforge.get_run(uuid)', 'flowforge.run_events(uuid)',
-          'flowforge.resolve_run_id(text)'],
-    'flowforge_readonly executes only now, current_organization (and its two helpers), schema_version, and the '
-    'operator read path (get_run, run_events, resolve_run_id)');
+          'flowforge._caller_organization()', 'flowforge.uuid7()', 'flowforge.get_run(uuid)',
+          'flowforge.run_events(uuid)', 'flowforge.resolve_run_id(text)', 'flowforge.resolve_run(uuid)',
+          'flowforge.list_engines()'],
+    'flowforge_readonly executes only now, current_organization (and its two helpers), schema_version, uuid7, and '
+    'the operator read path (get_run, run_events, resolve_run_id, resolve_run, list_engines)');
+
+-- The substrate's API (0015), function by function: who may call it.
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", pg_get_userbyid(p.proowner)::text COLLATE "default",
+             array_to_string(ARRAY(SELECT r.rolname::text FROM pg_roles r
+                                   WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                                                       'flowforge_gateway', 'flowforge_readonly')
+                                     AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                                   ORDER BY r.rolname), ',') COLLATE "default"
+      FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND p.proname IN ('claim_work', 'heartbeat_work', 'complete_work', 'fail_work', 'register_agent',
+                          'agent_heartbeat', 'set_agent_status', 'list_agents', 'resolve_run', 'list_engines', 'tick',
+                          'uuid7')
+      ORDER BY 1$$,
+    $$VALUES ('flowforge.agent_heartbeat(text,jsonb)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
+             ('flowforge.claim_work(text[],text,interval,integer,text[],text[])', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
+             ('flowforge.complete_work(uuid,bigint,jsonb)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
+             ('flowforge.fail_work(uuid,bigint,text,boolean)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
+             ('flowforge.heartbeat_work(uuid,bigint,interval)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
+             ('flowforge.list_agents()', 'flowforge_owner', 'flowforge_app,flowforge_gateway,flowforge_worker'),
+             ('flowforge.list_engines()', 'flowforge_system', 'flowforge_daemon,flowforge_readonly'),
+             ('flowforge.register_agent(text,jsonb)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
+             ('flowforge.resolve_run(uuid)', 'flowforge_owner', 'flowforge_app,flowforge_gateway,flowforge_readonly'),
+             ('flowforge.set_agent_status(text,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway'),
+             ('flowforge.tick(text)', 'flowforge_system', 'flowforge_daemon'),
+             ('flowforge.uuid7()', 'flowforge_owner',
+              'flowforge_app,flowforge_daemon,flowforge_gateway,flowforge_readonly,flowforge_worker')$$,
+    'the substrate''s functions: owner and callers (workers claim and report, apps drain agents, the daemon ticks)');
 
 -- Inside an API call the organization is cached in the setting
 -- flowforge.caller_org, which the tenant policies trust. That is sound only

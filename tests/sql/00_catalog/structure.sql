@@ -1,9 +1,10 @@
--- Schema structure: the tables of migrations 0001-0006, their exact columns,
+-- Schema structure: the tables of the migrations (0015 adds the substrate
+-- every engine shares and the graph engine's tables), their exact columns,
 -- key column types, tenancy columns, primary keys, every foreign key with its
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(204);
+SELECT plan(366);
 
 SELECT has_schema('flowforge');
 
@@ -11,8 +12,10 @@ SELECT tables_are('flowforge', ARRAY[
     'organization', 'membership', 'api_key', 'audit_log',
     'workflow', 'task', 'task_dependency', 'scheduled_trigger',
     'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event',
-    'queue', 'setting', 'api_key_usage', 'server_secret'
-], 'flowforge has exactly the seventeen tables of the migrations');
+    'queue', 'setting', 'api_key_usage', 'server_secret',
+    'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine',
+    'graph_run', 'graph_step', 'graph_visit', 'graph_edge'
+], 'flowforge has exactly the twenty-six tables of the migrations');
 
 -- ---------------------------------------------------------------------------
 -- Exact column lists (a column added or dropped without this test changing fails)
@@ -27,7 +30,8 @@ SELECT columns_are('flowforge', 'workflow', ARRAY[
     'id', 'organization_id', 'name', 'version', 'kind', 'spec', 'content_hash', 'created_at']);
 SELECT columns_are('flowforge', 'task', ARRAY[
     'id', 'organization_id', 'workflow_id', 'key', 'queue', 'priority', 'max_attempts', 'backoff',
-    'backoff_factor', 'max_backoff', 'timeout', 'dependency_count', 'created_at']);
+    'backoff_factor', 'max_backoff', 'timeout', 'dependency_count', 'created_at',
+    'max_visits', 'is_final', 'affinity', 'affinity_policy', 'worker_params']);
 SELECT columns_are('flowforge', 'task_dependency', ARRAY[
     'organization_id', 'workflow_id', 'task_id', 'depends_on_task_id']);
 SELECT columns_are('flowforge', 'scheduled_trigger', ARRAY[
@@ -39,7 +43,8 @@ SELECT columns_are('flowforge', 'workflow_run', ARRAY[
 SELECT columns_are('flowforge', 'task_run', ARRAY[
     'id', 'organization_id', 'workflow_run_id', 'task_id', 'task_key', 'queue', 'priority', 'state',
     'attempt', 'max_attempts', 'fencing_token', 'lease_owner', 'lease_expires_at', 'timeout', 'ready_at',
-    'remaining_deps', 'output', 'error', 'created_at', 'started_at', 'finished_at']);
+    'remaining_deps', 'output', 'error', 'created_at', 'started_at', 'finished_at',
+    'worker_params', 'affinity_key', 'affinity_policy']);
 SELECT columns_are('flowforge', 'idempotency_key', ARRAY[
     'organization_id', 'key', 'workflow_run_id', 'request_hash', 'created_at']);
 SELECT columns_are('flowforge', 'outbox_message', ARRAY[
@@ -48,12 +53,42 @@ SELECT columns_are('flowforge', 'outbox_message', ARRAY[
     'publish_attempts', 'next_attempt_at', 'last_error']);
 SELECT columns_are('flowforge', 'task_run_event', ARRAY[
     'id', 'seq', 'organization_id', 'workflow_run_id', 'task_run_id', 'kind', 'from_state', 'to_state',
-    'fencing_token', 'attempt', 'detail', 'created_at']);
+    'fencing_token', 'attempt', 'detail', 'created_at', 'work_item_id']);
 SELECT columns_are('flowforge', 'queue', ARRAY[
     'organization_id', 'name', 'exchange', 'routing_key', 'dispatch_lease', 'created_at', 'updated_at']);
 SELECT columns_are('flowforge', 'api_key_usage', ARRAY['api_key_id', 'organization_id', 'last_used_at']);
 SELECT columns_are('flowforge', 'server_secret', ARRAY['singleton', 'gateway_key', 'created_at']);
-SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes', 'max_json_depth']);
+SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes', 'max_json_depth', 'agent_timeout',
+                                                'duty_lease']);
+-- 0015: the substrate (seed 002's tables; kisai.common columns as created/updated/deleted _at/_by).
+SELECT columns_are('flowforge', 'engine_run', ARRAY[
+    'id', 'organization_id', 'run_id', 'engine_kind', 'definition_id', 'parent_run_id', 'triggered_by',
+    'trigger_firing_id', 'ended_at', 'created_at', 'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
+SELECT columns_are('flowforge', 'work_item', ARRAY[
+    'id', 'organization_id', 'engine_id', 'engine_kind', 'parent_work_item_id', 'run_id', 'task_id', 'task_name',
+    'queue', 'worker_params', 'payload', 'output', 'status', 'priority', 'fencing_token', 'agent_id', 'leased_by',
+    'dispatched_at', 'completed_at', 'lease_expires_at', 'next_attempt_at', 'retry_count', 'max_retries', 'backoff',
+    'backoff_factor', 'max_backoff', 'timeout', 'affinity_key', 'affinity_policy', 'error', 'created_at', 'created_by',
+    'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
+SELECT columns_are('flowforge', 'agent', ARRAY[
+    'id', 'organization_id', 'name', 'http_address', 'grpc_address', 'infra_address', 'agent_version', 'binary_path',
+    'agent_type', 'status', 'metrics', 'metadata', 'heartbeat_interval', 'last_heartbeat_at', 'last_claim_at',
+    'created_at', 'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
+SELECT columns_are('flowforge', 'affinity_binding', ARRAY[
+    'id', 'organization_id', 'affinity_key', 'agent_id', 'generation', 'created_at', 'created_by', 'updated_at',
+    'updated_by']);
+SELECT columns_are('flowforge', 'engine', ARRAY[
+    'id', 'organization_id', 'engine_id', 'status', 'generation', 'lease_expires_at', 'heartbeat_at', 'created_at',
+    'updated_at']);
+SELECT columns_are('flowforge', 'graph_run', ARRAY[
+    'id', 'organization_id', 'run_id', 'definition_id', 'task', 'steps', 'max_steps', 'state', 'input', 'status',
+    'reason', 'error', 'idempotency_key', 'created_at', 'created_by', 'updated_at', 'updated_by', 'deleted_at',
+    'deleted_by', 'started_at', 'finished_at']);
+SELECT columns_are('flowforge', 'graph_step', ARRAY[
+    'organization_id', 'run_id', 'step', 'node', 'visit', 'work_item_id', 'entered_at']);
+SELECT columns_are('flowforge', 'graph_visit', ARRAY['organization_id', 'run_id', 'node', 'visits']);
+SELECT columns_are('flowforge', 'graph_edge', ARRAY[
+    'organization_id', 'workflow_id', 'from_task_id', 'position', 'to_task_id', 'condition']);
 
 -- ---------------------------------------------------------------------------
 -- Key column types
@@ -104,6 +139,43 @@ SELECT col_type_is('flowforge', 'api_key_usage', 'api_key_id', 'uuid', 'api_key_
 SELECT col_type_is('flowforge', 'api_key_usage', 'organization_id', 'uuid', 'api_key_usage.organization_id is uuid');
 SELECT col_type_is('flowforge', 'server_secret', 'gateway_key', 'bytea', 'server_secret.gateway_key is bytea');
 SELECT col_type_is('flowforge', 'setting', 'singleton', 'boolean', 'setting.singleton is boolean');
+-- 0015: time-ordered uuid ids (seed 002's ULIDs), names where the seed stores an agent's name.
+SELECT col_type_is('flowforge', t, 'id', 'uuid', format('%s.id is uuid', t))
+FROM unnest(ARRAY['engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run']) AS t;
+SELECT col_type_is('flowforge', t, 'organization_id', 'uuid', format('%s.organization_id is uuid', t))
+FROM unnest(ARRAY['engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step',
+                  'graph_visit', 'graph_edge']) AS t;
+SELECT col_type_is('flowforge', t, 'run_id', 'uuid', format('%s.run_id is uuid (a run of any engine)', t))
+FROM unnest(ARRAY['engine_run', 'work_item', 'graph_run', 'graph_step', 'graph_visit']) AS t;
+SELECT col_type_is('flowforge', t, c, 'timestamp with time zone', format('%s.%s is timestamp with time zone (the seed''s epoch nanoseconds)', t, c))
+FROM (VALUES ('engine_run', 'ended_at'), ('work_item', 'next_attempt_at'), ('work_item', 'lease_expires_at'),
+             ('work_item', 'dispatched_at'), ('agent', 'last_heartbeat_at'), ('agent', 'last_claim_at'),
+             ('engine', 'lease_expires_at'), ('engine', 'heartbeat_at'), ('graph_step', 'entered_at')) AS x(t, c);
+SELECT col_type_is('flowforge', 'engine_run', 'engine_kind', 'character varying(20)', 'engine_run.engine_kind is character varying(20)');
+SELECT col_type_is('flowforge', 'work_item', 'engine_kind', 'character varying(20)', 'work_item.engine_kind is character varying(20)');
+SELECT col_type_is('flowforge', 'work_item', 'status', 'character varying(20)', 'work_item.status is character varying(20)');
+SELECT col_type_is('flowforge', 'work_item', 'priority', 'integer', 'work_item.priority is integer');
+SELECT col_type_is('flowforge', 'work_item', 'fencing_token', 'bigint', 'work_item.fencing_token is bigint, like task_run''s');
+SELECT col_type_is('flowforge', 'work_item', 'queue', 'character varying(63)', 'work_item.queue is character varying(63), like task.queue');
+SELECT col_type_is('flowforge', 'work_item', 'task_name', 'character varying(63)', 'work_item.task_name is character varying(63), like task.key');
+SELECT col_type_is('flowforge', 'work_item', 'payload', 'jsonb', 'work_item.payload is jsonb');
+SELECT col_type_is('flowforge', 'work_item', 'output', 'jsonb', 'work_item.output is jsonb');
+SELECT col_type_is('flowforge', 'work_item', 'agent_id', 'character varying(200)', 'work_item.agent_id is character varying(200): the agent''s name');
+SELECT col_type_is('flowforge', 'work_item', 'timeout', 'interval', 'work_item.timeout is interval');
+SELECT col_type_is('flowforge', 'agent', 'name', 'character varying(200)', 'agent.name is character varying(200)');
+SELECT col_type_is('flowforge', 'agent', 'heartbeat_interval', 'interval', 'agent.heartbeat_interval is interval');
+SELECT col_type_is('flowforge', 'agent', 'metadata', 'jsonb', 'agent.metadata is jsonb (the labels selectors match)');
+SELECT col_type_is('flowforge', 'affinity_binding', 'agent_id', 'character varying(200)', 'affinity_binding.agent_id is character varying(200): the agent''s name');
+SELECT col_type_is('flowforge', 'affinity_binding', 'generation', 'bigint', 'affinity_binding.generation is bigint');
+SELECT col_type_is('flowforge', 'engine', 'engine_id', 'character varying(200)', 'engine.engine_id is character varying(200): a daemon''s instance id');
+SELECT col_type_is('flowforge', 'engine', 'generation', 'bigint', 'engine.generation is bigint');
+SELECT col_type_is('flowforge', 'graph_run', 'steps', 'bigint', 'graph_run.steps is bigint');
+SELECT col_type_is('flowforge', 'graph_run', 'state', 'jsonb', 'graph_run.state is jsonb (the run''s data)');
+SELECT col_type_is('flowforge', 'graph_step', 'step', 'bigint', 'graph_step.step is bigint, like graph_run.steps');
+SELECT col_type_is('flowforge', 'graph_edge', 'condition', 'jsonpath', 'graph_edge.condition is jsonpath (parsed once, at definition)');
+SELECT col_type_is('flowforge', 'task_run_event', 'work_item_id', 'uuid', 'task_run_event.work_item_id is uuid');
+SELECT col_type_is('flowforge', 'setting', 'agent_timeout', 'interval', 'setting.agent_timeout is interval');
+SELECT col_type_is('flowforge', 'setting', 'duty_lease', 'interval', 'setting.duty_lease is interval');
 
 -- ---------------------------------------------------------------------------
 -- Tenancy: organization_id NOT NULL on every tenant table
@@ -111,7 +183,8 @@ SELECT col_type_is('flowforge', 'setting', 'singleton', 'boolean', 'setting.sing
 SELECT col_not_null('flowforge', t, 'organization_id', format('%s.organization_id is NOT NULL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
-                  'api_key_usage']) AS t;
+                  'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
+                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
 -- Columns whose NULL would break an invariant the functions rely on.
 SELECT col_not_null('flowforge', 'task_run', 'fencing_token', 'task_run.fencing_token is NOT NULL');
 SELECT col_not_null('flowforge', 'task_run', 'state', 'task_run.state is NOT NULL');
@@ -119,6 +192,15 @@ SELECT col_not_null('flowforge', 'workflow_run', 'state', 'workflow_run.state is
 SELECT col_not_null('flowforge', 'task_run', 'created_at', 'task_run.created_at is NOT NULL');
 SELECT col_is_null('flowforge', 'task_run', 'lease_expires_at', 'task_run.lease_expires_at is nullable (no lease unless running)');
 SELECT col_is_null('flowforge', 'task_run_event', 'task_run_id', 'task_run_event.task_run_id is nullable (run-level events)');
+SELECT col_is_null('flowforge', 'task_run_event', 'work_item_id', 'task_run_event.work_item_id is nullable (only a work item''s events)');
+SELECT col_not_null('flowforge', t, c, format('%s.%s is NOT NULL', t, c))
+FROM (VALUES ('work_item', 'fencing_token'), ('work_item', 'status'), ('work_item', 'next_attempt_at'),
+             ('work_item', 'engine_kind'), ('work_item', 'run_id'), ('work_item', 'payload'),
+             ('engine_run', 'run_id'), ('engine_run', 'engine_kind'), ('graph_run', 'status'), ('graph_run', 'max_steps'),
+             ('agent', 'status'), ('affinity_binding', 'generation'), ('engine', 'generation'), ('engine', 'heartbeat_at'),
+             ('setting', 'agent_timeout'), ('setting', 'duty_lease')) AS x(t, c);
+SELECT col_is_null('flowforge', 'work_item', 'lease_expires_at', 'work_item.lease_expires_at is nullable (no lease unless dispatched)');
+SELECT col_is_null('flowforge', 'engine_run', 'ended_at', 'engine_run.ended_at is nullable (NULL while the run lives)');
 
 -- ---------------------------------------------------------------------------
 -- Primary keys
@@ -126,7 +208,8 @@ SELECT col_is_null('flowforge', 'task_run_event', 'task_run_id', 'task_run_event
 SELECT has_pk('flowforge', t, format('%s has a primary key', t))
 FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency',
                   'scheduled_trigger', 'workflow_run', 'task_run', 'idempotency_key', 'outbox_message',
-                  'task_run_event', 'queue', 'setting', 'api_key_usage', 'server_secret']) AS t;
+                  'task_run_event', 'queue', 'setting', 'api_key_usage', 'server_secret', 'engine_run', 'work_item',
+                  'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit', 'graph_edge']) AS t;
 SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id']::name[],
                  'task_dependency is keyed by the edge (task_id, depends_on_task_id)');
 SELECT col_is_pk('flowforge', 'idempotency_key', ARRAY['organization_id', 'key']::name[],
@@ -136,6 +219,12 @@ SELECT col_is_pk('flowforge', 'queue', ARRAY['organization_id', 'name']::name[],
 SELECT col_is_pk('flowforge', 'api_key_usage', 'api_key_id', 'api_key_usage is keyed by its key');
 SELECT col_is_pk('flowforge', 'server_secret', 'singleton', 'server_secret is keyed by its singleton flag');
 SELECT col_is_pk('flowforge', 'setting', 'singleton', 'setting is keyed by its singleton flag');
+SELECT col_is_pk('flowforge', t, 'id', format('%s is keyed by id', t))
+FROM unnest(ARRAY['engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run']) AS t;
+SELECT col_is_pk('flowforge', 'graph_step', ARRAY['run_id', 'step']::name[], 'graph_step is keyed by (run_id, step): one row per step');
+SELECT col_is_pk('flowforge', 'graph_visit', ARRAY['run_id', 'node']::name[], 'graph_visit is keyed by (run_id, node): one counter per node');
+SELECT col_is_pk('flowforge', 'graph_edge', ARRAY['from_task_id', 'position']::name[],
+                 'graph_edge is keyed by (from_task_id, position): a node''s edges in the order they are tried');
 
 -- ---------------------------------------------------------------------------
 -- Foreign keys: each one, then the full set with its delete rule
@@ -156,7 +245,9 @@ SELECT fk_ok('flowforge', 'task_run', 'organization_id', 'flowforge', 'organizat
 SELECT fk_ok('flowforge', 'task_run', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
 SELECT fk_ok('flowforge', 'task_run', 'task_id', 'flowforge', 'task', 'id');
 SELECT fk_ok('flowforge', 'idempotency_key', 'organization_id', 'flowforge', 'organization', 'id');
-SELECT fk_ok('flowforge', 'idempotency_key', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
+-- An idempotency key names a run of any engine: its directory row (0017).
+SELECT fk_ok('flowforge', 'idempotency_key', ARRAY['organization_id', 'workflow_run_id'], 'flowforge', 'engine_run',
+             ARRAY['organization_id', 'run_id']);
 SELECT fk_ok('flowforge', 'outbox_message', 'organization_id', 'flowforge', 'organization', 'id');
 SELECT fk_ok('flowforge', 'outbox_message', 'task_run_id', 'flowforge', 'task_run', 'id');
 SELECT fk_ok('flowforge', 'outbox_message', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
@@ -164,19 +255,46 @@ SELECT hasnt_fk('flowforge', 'task_run_event', 'task_run_event has no foreign ke
 SELECT fk_ok('flowforge', 'queue', 'organization_id', 'flowforge', 'organization', 'id');
 SELECT fk_ok('flowforge', 'api_key_usage', 'api_key_id', 'flowforge', 'api_key', 'id');
 SELECT fk_ok('flowforge', 'api_key_usage', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', t, 'organization_id', 'flowforge', 'organization', 'id')
+FROM unnest(ARRAY['engine_run', 'work_item', 'agent', 'engine', 'graph_run', 'graph_edge']) AS t;
+SELECT fk_ok('flowforge', 'engine_run', 'definition_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'graph_run', 'definition_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'work_item', 'parent_work_item_id', 'flowforge', 'work_item', 'id');
+SELECT fk_ok('flowforge', 'work_item', 'task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'graph_step', ARRAY['organization_id', 'run_id'], 'flowforge', 'graph_run', ARRAY['organization_id', 'run_id']);
+SELECT fk_ok('flowforge', 'graph_visit', ARRAY['organization_id', 'run_id'], 'flowforge', 'graph_run', ARRAY['organization_id', 'run_id']);
+SELECT fk_ok('flowforge', 'graph_edge', 'workflow_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'graph_edge', 'from_task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'graph_edge', 'to_task_id', 'flowforge', 'task', 'id');
+-- A binding names its agent by name, within the organization (other tables store the name, never the id).
+SELECT fk_ok('flowforge', 'affinity_binding', ARRAY['organization_id', 'agent_id'], 'flowforge', 'agent', ARRAY['organization_id', 'name']);
 
 -- The exact set of foreign keys, with ON DELETE rule (c = CASCADE, r = RESTRICT)
 -- and deferrability. task_run_event deliberately has no FK to task_run or
--- workflow_run: history outlives purges of the runs it describes.
+-- workflow_run: history outlives purges of the runs it describes. work_item.run_id
+-- and engine_run.run_id name a run of any engine, so they reference no one engine's table.
 SELECT results_eq(
     $$SELECT conrelid::regclass::text, conname::text COLLATE "default", confdeltype::text, condeferrable, condeferred
       FROM pg_constraint
       WHERE connamespace = 'flowforge'::regnamespace AND contype = 'f'
       ORDER BY 1, 2$$,
-    $$VALUES ('flowforge.api_key',           'api_key_organization_fkey',           'c', false, false),
+    $$VALUES ('flowforge.affinity_binding',  'affinity_binding_agent_fkey',         'c', false, false),
+             ('flowforge.agent',             'agent_organization_fkey',             'c', false, false),
+             ('flowforge.api_key',           'api_key_organization_fkey',           'c', false, false),
              ('flowforge.api_key_usage',     'api_key_usage_key_fkey',              'c', false, false),
              ('flowforge.api_key_usage',     'api_key_usage_organization_fkey',     'c', false, false),
              ('flowforge.audit_log',         'audit_log_organization_fkey',         'r', false, false),
+             ('flowforge.engine',            'engine_organization_fkey',            'c', false, false),
+             ('flowforge.engine_run',        'engine_run_definition_fkey',          'r', false, false),
+             ('flowforge.engine_run',        'engine_run_organization_fkey',        'r', false, false),
+             ('flowforge.graph_edge',        'graph_edge_from_fkey',                'c', false, false),
+             ('flowforge.graph_edge',        'graph_edge_organization_fkey',        'r', false, false),
+             ('flowforge.graph_edge',        'graph_edge_to_fkey',                  'c', false, false),
+             ('flowforge.graph_edge',        'graph_edge_workflow_fkey',            'c', false, false),
+             ('flowforge.graph_run',         'graph_run_definition_fkey',           'r', false, false),
+             ('flowforge.graph_run',         'graph_run_organization_fkey',         'r', false, false),
+             ('flowforge.graph_step',        'graph_step_run_fkey',                 'c', false, false),
+             ('flowforge.graph_visit',       'graph_visit_run_fkey',                'c', false, false),
              ('flowforge.idempotency_key',   'idempotency_key_organization_fkey',   'c', false, false),
              ('flowforge.idempotency_key',   'idempotency_key_run_fkey',            'c', true,  true),
              ('flowforge.membership',        'membership_organization_fkey',        'c', false, false),
@@ -194,6 +312,9 @@ SELECT results_eq(
              ('flowforge.task_run',          'task_run_organization_fkey',          'r', false, false),
              ('flowforge.task_run',          'task_run_task_fkey',                  'r', false, false),
              ('flowforge.task_run',          'task_run_workflow_run_fkey',          'c', false, false),
+             ('flowforge.work_item',         'work_item_organization_fkey',         'r', false, false),
+             ('flowforge.work_item',         'work_item_parent_fkey',               'c', false, false),
+             ('flowforge.work_item',         'work_item_task_fkey',                 'r', false, false),
              ('flowforge.workflow',          'workflow_organization_fkey',          'r', false, false),
              ('flowforge.workflow_run',      'workflow_run_organization_fkey',      'r', false, false),
              ('flowforge.workflow_run',      'workflow_run_workflow_fkey',          'r', false, false)$$,
@@ -232,6 +353,37 @@ SELECT col_default_is('flowforge', 'setting', 'max_payload_bytes', 1048576, 'set
 SELECT col_default_is('flowforge', 'setting', 'max_json_depth', 64, 'setting.max_json_depth defaults to 64 levels');
 SELECT col_default_is('flowforge', 'outbox_message', 'next_attempt_at', 'now()',
                       'outbox_message.next_attempt_at defaults to now(): a new message is available at once');
+-- 0015: time-ordered ids, the settings of liveness, the substrate's defaults.
+SELECT col_default_is('flowforge', t, 'id', 'flowforge.uuid7()', format('%s.id defaults to flowforge.uuid7() (time-ordered)', t))
+FROM unnest(ARRAY['engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run']) AS t;
+SELECT col_default_is('flowforge', t, 'created_at', 'now()', format('%s.created_at defaults to now()', t))
+FROM unnest(ARRAY['engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run']) AS t;
+SELECT col_default_is('flowforge', 'setting', 'agent_timeout', '60 seconds'::interval,
+                      'setting.agent_timeout defaults to 60 seconds (an agent with no declared interval is inactive after it)');
+SELECT col_default_is('flowforge', 'setting', 'duty_lease', '30 seconds'::interval,
+                      'setting.duty_lease defaults to 30 seconds (a daemon''s hold on an organization''s duties)');
+SELECT col_default_is('flowforge', 'task', 'is_final', false, 'task.is_final defaults to false');
+SELECT col_default_is('flowforge', 'task', 'affinity_policy', 'soft'::varchar, 'task.affinity_policy defaults to soft');
+SELECT col_hasnt_default('flowforge', 'task', 'max_visits', 'task.max_visits has no default (unbounded unless the spec says so)');
+SELECT col_default_is('flowforge', 'work_item', 'status', 'pending'::varchar, 'work_item.status defaults to pending');
+SELECT col_default_is('flowforge', 'work_item', 'priority', 0, 'work_item.priority defaults to 0');
+SELECT col_default_is('flowforge', 'work_item', 'fencing_token', 0::bigint, 'work_item.fencing_token defaults to 0 (never issued)');
+SELECT col_default_is('flowforge', 'work_item', 'retry_count', 0, 'work_item.retry_count defaults to 0');
+SELECT col_default_is('flowforge', 'work_item', 'max_retries', 2, 'work_item.max_retries defaults to 2 (3 attempts, like a task)');
+SELECT col_default_is('flowforge', 'work_item', 'backoff', '1 second'::interval, 'work_item.backoff defaults to 1 second');
+SELECT col_default_is('flowforge', 'work_item', 'backoff_factor', 2::numeric, 'work_item.backoff_factor defaults to 2');
+SELECT col_default_is('flowforge', 'work_item', 'max_backoff', '10 minutes'::interval, 'work_item.max_backoff defaults to 10 minutes');
+SELECT col_hasnt_default('flowforge', 'work_item', 'next_attempt_at', 'work_item.next_attempt_at has no default: the writer''s clock (flowforge.now()) decides');
+SELECT col_default_is('flowforge', 'agent', 'status', 'active'::varchar, 'agent.status defaults to active');
+SELECT col_default_is('flowforge', 'agent', 'agent_type', 'remote'::varchar, 'agent.agent_type defaults to remote');
+SELECT col_default_is('flowforge', 'agent', 'metadata', '{}'::jsonb, 'agent.metadata defaults to {} (no labels)');
+SELECT col_hasnt_default('flowforge', 'agent', 'heartbeat_interval', 'agent.heartbeat_interval has no default (setting.agent_timeout applies)');
+SELECT col_default_is('flowforge', 'affinity_binding', 'generation', 1::bigint, 'affinity_binding.generation defaults to 1');
+SELECT col_default_is('flowforge', 'engine', 'generation', 0::bigint, 'engine.generation defaults to 0');
+SELECT col_hasnt_default('flowforge', 'engine', 'status', 'engine.status has no default: the writer decides serving or standby');
+SELECT col_default_is('flowforge', 'graph_run', 'steps', 0::bigint, 'graph_run.steps defaults to 0');
+SELECT col_default_is('flowforge', 'graph_run', 'state', '{}'::jsonb, 'graph_run.state defaults to {}');
+SELECT col_hasnt_default('flowforge', 'graph_run', 'status', 'graph_run.status has no default');
 SELECT is(
     (SELECT attidentity::text FROM pg_attribute
      WHERE attrelid = 'flowforge.task_run_event'::regclass AND attname = 'seq'),
@@ -242,6 +394,11 @@ SELECT is(
     (SELECT reloptions FROM pg_class WHERE oid = 'flowforge.task_run'::regclass),
     ARRAY['fillfactor=80'],
     'task_run leaves 20% free per page so hot state updates can be HOT'
+);
+SELECT is(
+    (SELECT reloptions FROM pg_class WHERE oid = 'flowforge.work_item'::regclass),
+    ARRAY['fillfactor=80'],
+    'work_item leaves 20% free per page, like task_run'
 );
 
 -- ---------------------------------------------------------------------------

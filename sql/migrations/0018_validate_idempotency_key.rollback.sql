@@ -1,0 +1,1 @@
+SELECT 'VALIDATE CONSTRAINT needs no undo';
