@@ -985,7 +985,7 @@ SELECT ok((SELECT count(*) FROM flowforge.task_run_event WHERE task_run_id IN (S
           'the run''s task and run-level events outlive the purge');
 SELECT lives_ok($$DELETE FROM flowforge.workflow_run WHERE id = pg_temp.id('S')$$, 'run S can be deleted');
 SELECT is((SELECT count(*)::int FROM flowforge.idempotency_key WHERE key = 'key-1'), 1,
-          'its idempotency key names the run''s directory row (0017), which is still there');
+          'its idempotency key names the run''s directory row (0018), which is still there');
 SELECT lives_ok($$DELETE FROM flowforge.engine_run WHERE run_id = pg_temp.id('S')$$, 'run S''s directory row can be deleted');
 SELECT is((SELECT count(*)::int FROM flowforge.idempotency_key WHERE key = 'key-1'), 0,
           'CASCADE: the run''s idempotency key went with its directory row');

@@ -245,7 +245,7 @@ SELECT fk_ok('flowforge', 'task_run', 'organization_id', 'flowforge', 'organizat
 SELECT fk_ok('flowforge', 'task_run', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
 SELECT fk_ok('flowforge', 'task_run', 'task_id', 'flowforge', 'task', 'id');
 SELECT fk_ok('flowforge', 'idempotency_key', 'organization_id', 'flowforge', 'organization', 'id');
--- An idempotency key names a run of any engine: its directory row (0017).
+-- An idempotency key names a run of any engine: its directory row (0018).
 SELECT fk_ok('flowforge', 'idempotency_key', ARRAY['organization_id', 'workflow_run_id'], 'flowforge', 'engine_run',
              ARRAY['organization_id', 'run_id']);
 SELECT fk_ok('flowforge', 'outbox_message', 'organization_id', 'flowforge', 'organization', 'id');

@@ -2,7 +2,7 @@
 -- at COMMIT with 23503 idempotency_key_run_fkey: 0003's deferred foreign key
 -- tied the key to workflow_run, and a graph run has no workflow_run row.
 -- pgTAP files roll back, so the deferred check never ran in them; SET
--- CONSTRAINTS ALL IMMEDIATE runs it here. Fixed by 0017/0018 (the key
+-- CONSTRAINTS ALL IMMEDIATE runs it here. Fixed by 0018/0019 (the key
 -- references the run directory, engine_run, one row per run of any engine).
 BEGIN;
 SELECT plan(6);
