@@ -60,8 +60,10 @@ BEGIN
             PERFORM flowforge._invalid_definition(format('%s: target names unknown state %s', v_label,
                                                          coalesce((v_candidate -> 'target')::text, 'nothing')));
         END IF;
+        -- IS NOT TRUE, not NOT: a path that finds nothing in the probe document
+        -- ("$.event.amount") is no predicate, whatever the helper answers for it.
         IF v_candidate ? 'guard' AND (jsonb_typeof(v_candidate -> 'guard') <> 'string'
-                                      OR NOT flowforge._is_jsonpath_predicate(v_candidate ->> 'guard')) THEN
+                                      OR flowforge._is_jsonpath_predicate(v_candidate ->> 'guard') IS NOT TRUE) THEN
             PERFORM flowforge._invalid_definition(format(
                 '%s: guard must be a jsonpath predicate over {"event", "context"}, such as '
                 '"$.event.amount >= $.context.total", got %s', v_label, v_candidate -> 'guard'));
