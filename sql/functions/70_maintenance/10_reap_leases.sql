@@ -164,5 +164,6 @@ COMMENT ON FUNCTION flowforge.reap_expired_leases(integer) IS
   'for good when no attempts are left (dependents skipped, run settled). A pushed task no consumer took within its '
   'dispatch lease is dispatched again at once without using an attempt. Events: lease_expired / timed_out. A task '
   'completed, heartbeaten or locked meanwhile is left alone; a row that cannot be reaped (an error) fails for good '
-  'with the reason instead, and never stops the others. Returns how many were reaped. Errors: FF003 max_rows < 1.';
+  'with the reason instead, and never stops the others. Returns how many were reaped. Errors: FF003 max_rows < 1; '
+  'FF008 as for any caller recorded as the actor (the engine hooks a reaped unit reaches record who acted).';
 SELECT flowforge._rights('flowforge.reap_expired_leases(integer)', 'flowforge_system', '{flowforge_daemon}');

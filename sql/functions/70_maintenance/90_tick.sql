@@ -65,5 +65,6 @@ COMMENT ON FUNCTION flowforge.tick(text) IS
   'instance id) the duties are shared among live daemons by per-organization leases and this call does those of '
   'the organizations it serves ("serving": {organization: generation}); without it, every organization''s (a lone '
   'scheduler such as pg_cron). Calling it more often, or from several daemons, is harmless. Errors: FF003 a bad '
-  'engine_id.';
+  'engine_id; FF008 as for any caller recorded as the actor (a machine a timer or the reaper moves records who '
+  'moved it).';
 SELECT flowforge._rights('flowforge.tick(text)', 'flowforge_system', '{flowforge_daemon}');
