@@ -161,7 +161,10 @@ AS $$
 BEGIN
     PERFORM p_text::jsonpath;
     RETURN true;
-EXCEPTION WHEN syntax_error OR invalid_text_representation OR invalid_parameter_value THEN
+-- Parsing also compiles like_regex patterns and reads numbers: a bad pattern
+-- (2201B), an unsupported flag (0A000) or a number out of range (22003) is
+-- "not a jsonpath" too, never an error of its own for the caller to leak.
+EXCEPTION WHEN syntax_error OR data_exception OR feature_not_supported THEN
     RETURN false;
 END;
 $$;

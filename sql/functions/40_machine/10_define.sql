@@ -60,8 +60,10 @@ BEGIN
             PERFORM flowforge._invalid_definition(format('%s: target names unknown state %s', v_label,
                                                          coalesce((v_candidate -> 'target')::text, 'nothing')));
         END IF;
+        -- IS NOT TRUE, not NOT: a path that finds nothing in the probe document
+        -- ("$.event.amount") is no predicate, whatever the helper answers for it.
         IF v_candidate ? 'guard' AND (jsonb_typeof(v_candidate -> 'guard') <> 'string'
-                                      OR NOT flowforge._is_jsonpath_predicate(v_candidate ->> 'guard')) THEN
+                                      OR flowforge._is_jsonpath_predicate(v_candidate ->> 'guard') IS NOT TRUE) THEN
             PERFORM flowforge._invalid_definition(format(
                 '%s: guard must be a jsonpath predicate over {"event", "context"}, such as '
                 '"$.event.amount >= $.context.total", got %s', v_label, v_candidate -> 'guard'));
@@ -238,8 +240,10 @@ BEGIN
                 PERFORM flowforge._invalid_definition(format('state "%s", timer %s: target names unknown state %s',
                                                              p_name, v_ord, coalesce((v_timer -> 'target')::text, 'nothing')));
             END IF;
-            -- Negative durations are refused by _spec_interval, zero here.
-            v_delay := flowforge._spec_interval(v_timer -> 'delay', format('state "%s", timer %s: delay', p_name, v_ord));
+            -- Negative durations are refused by _spec_interval, zero here; a
+            -- missing delay is JSON null to it (SQL NULL would pass its checks).
+            v_delay := flowforge._spec_interval(coalesce(v_timer -> 'delay', 'null'),
+                                                format('state "%s", timer %s: delay', p_name, v_ord));
             IF v_delay = interval '0' THEN
                 PERFORM flowforge._invalid_definition(format('state "%s", timer %s: delay must be longer than zero',
                                                              p_name, v_ord));

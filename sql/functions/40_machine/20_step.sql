@@ -162,7 +162,7 @@ COMMENT ON FUNCTION flowforge._machine_enter(uuid, uuid, text, jsonb, text, text
 -- Which transition, if any, state p_state takes for an event: the first
 -- candidate whose guard holds over {"event", "context"} (an unknown or
 -- failing guard does not hold), with its assignments evaluated over the same
--- document (an expression that yields nothing sets null).
+-- document (an expression that yields nothing, or fails, sets null).
 -- Returns {"target", "context", "candidate"} or {"refused": why}.
 CREATE OR REPLACE FUNCTION flowforge._machine_accept(p_state text, p_spec jsonb, p_event text, p_payload jsonb,
                                                      p_context jsonb)
@@ -175,6 +175,11 @@ DECLARE
     v_doc constant jsonb := jsonb_build_object('event', p_payload, 'context', p_context);
     v_candidate jsonb;
     v_position bigint;
+    v_holds boolean;
+    v_key text;
+    v_path text;
+    v_value jsonb;
+    v_assigned jsonb;
 BEGIN
     IF v_candidates IS NULL THEN
         RETURN jsonb_build_object('refused', format('state "%s" has no transition for event "%s" (it accepts: %s)',
@@ -182,14 +187,29 @@ BEGIN
             coalesce((SELECT string_agg(k, ', ' ORDER BY k) FROM jsonb_object_keys(p_spec -> 'on') AS k), 'no events')));
     END IF;
     FOR v_candidate, v_position IN SELECT value, ordinality FROM jsonb_array_elements(v_candidates) WITH ORDINALITY LOOP
-        IF NOT v_candidate ? 'guard'
-           OR jsonb_path_match(v_doc, (v_candidate ->> 'guard')::jsonpath, silent => true) IS TRUE THEN
-            RETURN jsonb_build_object(
-                'target', v_candidate ->> 'target', 'candidate', v_position,
-                'context', p_context || coalesce(
-                    (SELECT jsonb_object_agg(a.key, coalesce(jsonb_path_query_first(v_doc, a.value::jsonpath, silent => true),
-                                                             'null'))
-                     FROM jsonb_each_text(v_candidate -> 'assign') AS a), '{}'));
+        v_holds := NOT v_candidate ? 'guard';
+        IF NOT v_holds THEN
+            -- silent => true suppresses missing keys, wrong types and arithmetic
+            -- errors, not all: comparing a date with a timestamptz raises 0A000
+            -- even so. Such a guard cannot be evaluated, so it does not hold.
+            BEGIN
+                v_holds := jsonb_path_match(v_doc, (v_candidate ->> 'guard')::jsonpath, silent => true) IS TRUE;
+            EXCEPTION WHEN data_exception OR feature_not_supported THEN
+                v_holds := false;
+            END;
+        END IF;
+        IF v_holds THEN
+            v_assigned := '{}';
+            FOR v_key, v_path IN SELECT a.key, a.value FROM jsonb_each_text(v_candidate -> 'assign') AS a LOOP
+                BEGIN
+                    v_value := jsonb_path_query_first(v_doc, v_path::jsonpath, silent => true);
+                EXCEPTION WHEN data_exception OR feature_not_supported THEN
+                    v_value := NULL;
+                END;
+                v_assigned := v_assigned || jsonb_build_object(v_key, coalesce(v_value, 'null'));
+            END LOOP;
+            RETURN jsonb_build_object('target', v_candidate ->> 'target', 'candidate', v_position,
+                                      'context', p_context || v_assigned);
         END IF;
     END LOOP;
     RETURN jsonb_build_object('refused', format('no guard of event "%s" holds in state "%s"', p_event, p_state));
