@@ -394,7 +394,7 @@ LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    c_day constant interval := interval '1 day';
+    c_day constant interval := interval '24 hours';   -- an exact duration: '1 day' would keep the local clock
     v_local timestamp;
     v_limit timestamp;
     v_at timestamptz;

@@ -3,7 +3,7 @@
 -- 30-minute shift, for non-hour offsets, and in UTC. Every expected instant is
 -- written in UTC with the local reading beside it.
 BEGIN;
-SELECT plan(58);
+SELECT plan(61);
 
 CREATE FUNCTION pg_temp.slots(p_expr text, p_after timestamptz, p_until timestamptz, p_zone text,
                               p_gap text DEFAULT 'shift', p_repeat text DEFAULT 'first') RETURNS timestamptz[]
@@ -156,6 +156,17 @@ SELECT is(pg_temp.next('5 0 1 1 *', '1985-12-31 12:00+00', 'Asia/Kathmandu', 'sk
 SELECT is(pg_temp.slots('*/5 * * * *', '1985-12-31 18:20+00', '1985-12-31 18:40+00', 'Asia/Kathmandu'),
           ARRAY['1985-12-31 18:25+00', '1985-12-31 18:30+00', '1985-12-31 18:35+00', '1985-12-31 18:40+00']::timestamptz[],
           'Kathmandu 1986, wildcard hour: 23:55 (+05:30), (00:00-00:10 do not exist), 00:15, 00:20, 00:25 (+05:45)');
+
+-- ============================================================ Pacific/Apia: a whole day skipped
+-- 2011-12-30 10:00Z: 29 December 23:59:59 (-10) -> 31 December 00:00 (+14); 30 December never happened.
+SELECT is(pg_temp.next('0 12 30 12 *', '2011-12-29 00:00+00', 'Pacific/Apia', 'shift'), '2011-12-30 10:00+00',
+          'Apia 2011, shift: 30 December 12:00 fires at the end of the missing day, 31 December 00:00 (+14)');
+SELECT is(pg_temp.next('0 12 30 12 *', '2011-12-29 00:00+00', 'Pacific/Apia', 'skip'), '2012-12-29 22:00+00',
+          'Apia 2011, skip: 30 December 2012 12:00 (+14)');
+SELECT is(pg_temp.slots('0 */6 * * *', '2011-12-29 12:00+00', '2011-12-30 20:00+00', 'Pacific/Apia'),
+          ARRAY['2011-12-29 16:00+00', '2011-12-29 22:00+00', '2011-12-30 04:00+00', '2011-12-30 10:00+00',
+                '2011-12-30 16:00+00']::timestamptz[],
+          'Apia 2011, wildcard hour: 29 December 06:00, 12:00, 18:00 (-10), then 31 December 00:00, 06:00 (+14)');
 
 -- ============================================================ UTC and the caller's session
 SELECT is(flowforge.cron_next('30 2 * * *', '2024-03-10 00:00+00'), '2024-03-10 02:30+00', 'UTC is the default zone');
