@@ -241,11 +241,12 @@ def _gap_end(local: datetime, tz: ZoneInfo) -> datetime:
 def rule_next(p: Parsed, after: datetime, tz: ZoneInfo, *, gap: str, repeat: str,
               horizon: timedelta = timedelta(days=3)) -> datetime | None:
     """The first firing after `after` under a DST rule, by brute force over the listed
-    wall-clock minutes from 3 hours before local(after) to `horizon` (+ 2 hours) after
-    it; None if nothing fires in that window. gap: 'shift' | 'skip'; repeat: 'first' | 'last' | 'both'.
+    wall-clock minutes from 3 hours before local(after) to the wall clock at
+    after + horizon (+ 2 hours); None if nothing fires in that window. gap: 'shift' | 'skip'; repeat: 'first' | 'last' | 'both'.
     """
     start = after.astimezone(tz).replace(tzinfo=None, second=0, microsecond=0) - timedelta(hours=3)
-    end = start + timedelta(hours=3) + horizon + timedelta(hours=2)  # local clocks may jump ahead
+    # The wall clock at after + horizon, plus slack: a clock may jump ahead (a day, in Apia).
+    end = (after + horizon).astimezone(tz).replace(tzinfo=None) + timedelta(hours=2)
     best = None
     day = datetime(start.year, start.month, start.day)
     while day <= end and best is None:
@@ -403,6 +404,46 @@ def test_new_york_agrees_except_documented_dst_rules(cron_dsn):
     assert checked > 1000, checked
     print(f"\nAmerica/New_York: {len(cases)} cases, {checked} next to a transition checked against our rule; "
           f"documented differences: {dict(differences)}")
+
+
+MODEL_ZONES = {  # zone: years whose transitions are tried
+    "Europe/Berlin": range(2019, 2031),
+    "Australia/Lord_Howe": range(2019, 2031),   # 30-minute shift
+    "Australia/Sydney": range(2019, 2031),      # southern hemisphere
+    "America/Santiago": range(2019, 2031),      # transitions at midnight
+    "Asia/Kathmandu": range(1985, 1987),        # +05:30 -> +05:45, a 15-minute gap
+    "Pacific/Apia": range(2011, 2013),          # 30 December 2011 skipped
+}
+BULK_NEXT_WITH_RULES = """
+SELECT flowforge._cron_next(flowforge._cron_parse(c.expr), c.after, c.zone, c.on_gap, c.on_repeat)
+  FROM unnest(%s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::text[])
+       WITH ORDINALITY AS c(expr, after, zone, on_gap, on_repeat, n)
+ ORDER BY c.n
+"""
+
+
+def test_dst_rules_match_a_zoneinfo_model(cron_dsn):
+    """Every on_gap/on_repeat option next to transitions of six zones: our answer = the model's."""
+    rng = random.Random(SEED + 2)
+    exprs = [" ".join(e.split()[:2] + ["*", "*", "*"]) for e in random_expressions(rng, 300) if not e.startswith("@")]
+    cases = []
+    for zone, years in MODEL_ZONES.items():
+        changes = transitions(ZoneInfo(zone), years)
+        for e in exprs:
+            after = rng.choice(changes) + timedelta(seconds=rng.randrange(-3 * 3600, 2 * 3600))
+            cases.append((e, after, zone, rng.choice(["shift", "skip"]), rng.choice(["first", "last", "both"])))
+    with psycopg.connect(cron_dsn) as conn:
+        ours = [row[0] for row in conn.execute(BULK_NEXT_WITH_RULES, [list(col) for col in zip(*cases)])]
+        parsed = dict(zip(exprs, bulk_parse(conn, exprs)))
+    wrong = []
+    for (expr, after, zone, gap, repeat), got in zip(cases, ours):
+        p = parsed[expr]
+        rule = {"gap": "skip", "repeat": "both"} if p.hour_star else {"gap": gap, "repeat": repeat}
+        horizon = min(got - after + timedelta(hours=1), timedelta(days=3))
+        want = rule_next(p, after, ZoneInfo(zone), horizon=horizon, **rule)
+        if want != (got if got - after < timedelta(days=3) else None):
+            wrong.append((expr, zone, gap, repeat, after.isoformat(), got.isoformat(), want and want.isoformat()))
+    assert not wrong, f"{len(wrong)} answers differ from the model, first ones: {wrong[:10]}"
 
 
 DOCUMENTED_KINDS = {"repeat-fixed-hour", "gap-star-step-hour", "gap-full-hour-list"}
