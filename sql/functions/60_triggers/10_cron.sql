@@ -23,39 +23,45 @@
 --
 -- How a slot is found. Everything works on naive local minutes L (timestamp
 -- without time zone) and asks the zone only about candidates:
---   1. Start at L0 = the local time of `after` under the lowest UTC offset in
---      force within a day of it (so a second pass of a repeated hour, whose
---      local times lie before local(after), is not missed).
+--   1. Start at L0 = local(after), or, when the UTC offset falls within the 24
+--      hours after `after`, the local time just after the fall if that is
+--      earlier (the second pass of a repeated hour reads earlier than
+--      local(after) but is later in time). The fall is found by bisection.
 --   2. _cron_local_next walks the calendar from L0: a month the month field does
---      not list is skipped in one step (to the first day of the next listed
---      month); in a listed month it tests each day against the day rule; on a
---      matching day it takes the first listed hour and minute at or after the
---      start. No minute-by-minute stepping.
+--      not list is left in one step (to the first day of the next listed month);
+--      in a listed month it tests each day against the day rule; on a matching
+--      day it takes the first listed hour and minute at or after the start. No
+--      minute-by-minute stepping.
 --   3. The candidate is mapped to instants with the session TimeZone set to the
 --      schedule's zone (set_config inside these functions; the function's own
---      SET clause restores the caller's value on exit). The offsets one day
---      before, at and one day after L::timestamptz are compared: all equal (the
+--      SET clause restores the caller's value on exit). The offsets 24 hours
+--      before, at and 24 hours after L::timestamptz are compared: all equal (the
 --      common case) means no transition is near and L is exactly one instant.
 --      Otherwise every distinct offset o is tried, and L - o is an occurrence of
 --      L when it round-trips ((L - o)::timestamp = L): none is a gap, two a
---      repeat. For a gap the first instant after it is found by bisection over
---      the whole seconds between L - max(o) and L - min(o) (at most 17 steps for
---      a one-day gap). No zone's rules are written down here.
---   4. Instants at or before `after` are dropped; the smallest remaining one is
---      the answer once no later candidate can undercut it: the walk goes on
---      only while L - max offset near the answer <= answer, which outside a
---      transition is the very next candidate (so usually two candidates).
---   Cost bound, per slot: at most one step per unlisted month, one test per day
+--      repeat. For a gap the first instant after it (the transition) is found by
+--      bisection over the whole seconds between L - max(o) and L - min(o), at
+--      most 17 steps for a one-day gap, and the walk resumes at the gap's end.
+--      No zone's rules are written down here.
+--   4. Instants at or before `after` are dropped and the smallest remaining one
+--      is kept. A later candidate can only undercut it if it reads at most the
+--      latest local time of an instant in (after, answer] - local(answer), or the
+--      local time just before a fall in that span - so the walk stops at the
+--      first candidate past that. Outside a transition that is the very next
+--      candidate: usually two candidates per search.
+--   Cost bound, per slot: one step per run of unlisted months, one test per day
 --   of a listed month until the match (the search gives up, returning NULL,
---   after 400 years: a full Gregorian cycle, so a day combination that exists at
---   all is found), at most 24 + 60 hour and minute tests on the matching day, and
---   four time zone conversions per candidate; next to a transition up to one
---   candidate per minute of the shift (a 'both' or wildcard-hour schedule with
---   every minute listed) and one bisection per gap. `0 0 29 2 *` from 2027-03-01:
---   13 month steps and 29 day tests. The expression is checked to be able to fire
---   at parse time (see _cron_parse), so NULL needs a hand-made parsed form.
---   _cron_slots repeats the search from each slot it returns, so repeated slots
---   of a shift collapse (the next search is strictly after the previous slot).
+--   after 400 years: a full Gregorian cycle, so a day combination that exists
+--   at all is found), at most 24 + 60 hour and minute tests on the matching
+--   day, and four time zone conversions per candidate. Next to a transition: a
+--   bisection (at most 17 conversions) for the start, for the stop bound and for
+--   each gap, and, in a repeated hour, up to one candidate per listed minute of
+--   the shift (a 'both' or wildcard-hour schedule listing every minute looks at
+--   about 30 candidates per slot there). `0 0 29 2 *` from 2027-03-01: one month
+--   step and 29 day tests. _cron_parse refuses expressions that cannot fire, and
+--   _cron_slots re-checks a stored form, so NULL is not reached in practice.
+--   _cron_slots repeats the search from each slot it returns, so the slots of
+--   one gap collapse (the next search is strictly after the previous slot).
 --
 -- Why set_config('TimeZone') and not AT TIME ZONE: AT TIME ZONE looks a name up
 -- as a time zone abbreviation first, so AT TIME ZONE 'CET' (or EET, MET, WET) is
