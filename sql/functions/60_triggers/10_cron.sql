@@ -412,8 +412,8 @@ DECLARE
     v_best timestamptz;
     v_change timestamptz;
 BEGIN
-    -- 1. Start at the lowest local time of an instant in (after, after + 1 day]:
-    --    local(after), or, when the offset falls in that day, the local time
+    -- 1. Start at the lowest local time of an instant in (after, after + 24 hours]:
+    --    local(after), or, when the offset falls in that span, the local time
     --    just after the fall (the second pass of a repeated hour).
     v_local := p_after::timestamp;
     IF pg_catalog.date_part('timezone', p_after) > pg_catalog.date_part('timezone', p_after + c_day) THEN
@@ -430,7 +430,7 @@ BEGIN
         v_offsets := ARRAY[pg_catalog.date_part('timezone', v_at - c_day), pg_catalog.date_part('timezone', v_at),
                            pg_catalog.date_part('timezone', v_at + c_day)];
         IF v_offsets[1] = v_offsets[2] AND v_offsets[2] = v_offsets[3] THEN
-            -- No transition within a day: exactly one instant.
+            -- No transition within 24 hours: exactly one instant.
             v_fires := ARRAY[v_at];
         ELSE
             v_occurrences := '{}';
@@ -463,8 +463,8 @@ BEGIN
         -- 4. Keep the earliest instant after `after`. A later candidate can only
         --    undercut it if one of its instants t lies in (after, best], so if it
         --    is at most the highest local time in that span: local(best), or,
-        --    when the offset fell within the day before best, the local time
-        --    just before the fall.
+        --    when the offset fell within the 24 hours before best, the local
+        --    time just before the fall.
         FOREACH v_fire IN ARRAY v_fires LOOP
             IF v_fire > p_after AND (v_best IS NULL OR v_fire < v_best) THEN
                 v_best := v_fire;
