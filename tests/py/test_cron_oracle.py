@@ -28,7 +28,6 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import psycopg
@@ -37,7 +36,6 @@ from croniter import croniter
 
 UTC = timezone.utc
 NEW_YORK = ZoneInfo("America/New_York")
-CRON_SQL = Path(__file__).resolve().parents[2] / "sql" / "functions" / "60_triggers" / "10_cron.sql"
 SEED = 20240310
 EXPRESSIONS = 1000
 INSTANTS_PER_EXPRESSION = 6
@@ -56,13 +54,7 @@ MAX_DAYS = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 3
 
 @pytest.fixture
 def cron_dsn(migrated_dsn: str) -> str:
-    """A migrated database with the cron functions.
-
-    Today's migrate applies only the flat sql/functions/*.sql; this explicit
-    step goes away when migrate applies the sub-folders in path order.
-    """
-    with psycopg.connect(migrated_dsn, autocommit=True) as conn:
-        conn.execute(CRON_SQL.read_text(encoding="utf-8"))
+    """A migrated database: migrate applies sql/functions/60_triggers/10_cron.sql with every other function file."""
     return migrated_dsn
 
 

@@ -614,3 +614,5 @@ COMMENT ON FUNCTION flowforge.cron_next(text, timestamptz, text) IS
   'occurrence, and an hour field starting with * at every real instant whose local time matches (docs/cron.md). '
   'NULL when after is NULL. Errors: FF002 invalid expression (naming the field and token), an expression that never '
   'fires, unknown time zone; FF003 after outside the years 1-9999.';
+SELECT flowforge._rights('flowforge.cron_next(text,timestamptz,text)', 'flowforge_owner',
+    '{flowforge_app,flowforge_gateway}');
