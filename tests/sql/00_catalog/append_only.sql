@@ -1,9 +1,10 @@
 -- Append-only history (migration 0004): audit_log and task_run_event refuse
 -- UPDATE, DELETE and TRUNCATE with SQLSTATE FF011 for every role — the table
--- owner and a superuser included — while INSERT keeps working.
+-- owner and a superuser included — while INSERT keeps working. So does the
+-- state-machine engine's history, machine_transition (migration 0017).
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(37);
+SELECT plan(56);
 
 -- This file runs as the superuser that ran the migrations; below, it also
 -- probes as whichever role owns the tables (the migrating role up to 0005,
@@ -14,21 +15,37 @@ SELECT is((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), true, 't
 -- The triggers themselves.
 SELECT triggers_are('flowforge', 'audit_log', ARRAY['audit_log_append_only', 'audit_log_no_truncate']);
 SELECT triggers_are('flowforge', 'task_run_event', ARRAY['task_run_event_append_only', 'task_run_event_no_truncate']);
+SELECT triggers_are('flowforge', 'machine_transition', ARRAY['machine_transition_append_only', 'machine_transition_no_truncate']);
 SELECT trigger_is('flowforge', 'audit_log', 'audit_log_append_only', 'flowforge', 'refuse_history_change');
 SELECT trigger_is('flowforge', 'task_run_event', 'task_run_event_append_only', 'flowforge', 'refuse_history_change');
+SELECT trigger_is('flowforge', 'machine_transition', 'machine_transition_append_only', 'flowforge', 'refuse_history_change');
+SELECT trigger_is('flowforge', 'machine_transition', 'machine_transition_no_truncate', 'flowforge', 'refuse_history_change');
 SELECT results_eq(
     $$SELECT tgname::text COLLATE "default",
              -- tgtype bits: 1 ROW, 2 BEFORE, 8 DELETE, 16 UPDATE, 32 TRUNCATE
              (tgtype & 1) <> 0, (tgtype & 2) <> 0, (tgtype & 8) <> 0, (tgtype & 16) <> 0, (tgtype & 32) <> 0,
              (tgtype & 4) <> 0
       FROM pg_trigger
-      WHERE tgrelid IN ('flowforge.audit_log'::regclass, 'flowforge.task_run_event'::regclass) AND NOT tgisinternal
+      WHERE tgrelid IN ('flowforge.audit_log'::regclass, 'flowforge.task_run_event'::regclass,
+                        'flowforge.machine_transition'::regclass) AND NOT tgisinternal
       ORDER BY 1$$,
-    $$VALUES ('audit_log_append_only',      true,  true, true,  true,  false, false),
-             ('audit_log_no_truncate',      false, true, false, false, true,  false),
-             ('task_run_event_append_only', true,  true, true,  true,  false, false),
-             ('task_run_event_no_truncate', false, true, false, false, true,  false)$$,
+    $$VALUES ('audit_log_append_only',          true,  true, true,  true,  false, false),
+             ('audit_log_no_truncate',          false, true, false, false, true,  false),
+             ('machine_transition_append_only', true,  true, true,  true,  false, false),
+             ('machine_transition_no_truncate', false, true, false, false, true,  false),
+             ('task_run_event_append_only',     true,  true, true,  true,  false, false),
+             ('task_run_event_no_truncate',     false, true, false, false, true,  false)$$,
     'row triggers BEFORE UPDATE OR DELETE and statement triggers BEFORE TRUNCATE; none on INSERT'
+);
+-- tgenabled: O fires in origin and local mode only, A always (replica too).
+SELECT results_eq(
+    $$SELECT tgname::text COLLATE "default", tgenabled::text COLLATE "default" FROM pg_trigger
+      WHERE tgfoid = 'flowforge.refuse_history_change()'::regprocedure
+      ORDER BY 1$$,
+    $$VALUES ('audit_log_append_only', 'A'), ('audit_log_no_truncate', 'A'),
+             ('machine_transition_append_only', 'A'), ('machine_transition_no_truncate', 'A'),
+             ('task_run_event_append_only', 'A'), ('task_run_event_no_truncate', 'A')$$,
+    'the append-only triggers are exactly these six, each ENABLE ALWAYS'
 );
 
 -- ---------------------------------------------------------------------------
@@ -43,9 +60,18 @@ SELECT lives_ok($$INSERT INTO flowforge.task_run_event (organization_id, workflo
                   SELECT organization_id, workflow_run_id, id, 'note', state FROM flowforge.task_run WHERE task_key = 'only'
                   LIMIT 1$$,
                 'task_run_event: INSERT works');
+SELECT is(flowforge.send_event(flowforge.start_run('ao_machine'), 'go') ->> 'state', 'done',
+          'start_run and send_event write a machine''s history')
+FROM (SELECT flowforge.define_workflow($${"name": "ao_machine", "kind": "statemachine", "initial": "idle",
+                                         "states": {"idle": {"on": {"go": "done"}}, "done": {"final": true}}}$$)) d;
+SELECT lives_ok($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, event, created_at)
+                  SELECT organization_id, run_id, 3, 'event', 'refused', 'note', now() FROM flowforge.machine_transition
+                  WHERE n = 1 LIMIT 1$$,
+                'machine_transition: INSERT works');
 CREATE TEMP TABLE before AS
-SELECT (SELECT count(*) FROM flowforge.audit_log) AS audit, (SELECT count(*) FROM flowforge.task_run_event) AS events;
-SELECT ok((SELECT audit >= 1 AND events >= 3 FROM before), 'both tables hold rows to refuse changes to');
+SELECT (SELECT count(*) FROM flowforge.audit_log) AS audit, (SELECT count(*) FROM flowforge.task_run_event) AS events,
+       (SELECT count(*) FROM flowforge.machine_transition) AS transitions;
+SELECT ok((SELECT audit >= 1 AND events >= 3 AND transitions = 3 FROM before), 'the three tables hold rows to refuse changes to');
 
 -- ---------------------------------------------------------------------------
 -- UPDATE, DELETE, TRUNCATE are refused with FF011, as owner and superuser
@@ -62,7 +88,17 @@ SELECT throws_ok($$DELETE FROM flowforge.task_run_event WHERE kind = 'run_starte
                  'DELETE on flowforge.task_run_event is not allowed: the table is append-only', 'task_run_event: DELETE is refused');
 SELECT throws_ok($$TRUNCATE flowforge.task_run_event$$, 'FF011',
                  'TRUNCATE on flowforge.task_run_event is not allowed: the table is append-only', 'task_run_event: TRUNCATE is refused');
+SELECT throws_ok($$UPDATE flowforge.machine_transition SET to_state = 'idle' WHERE n = 2$$, 'FF011',
+                 'UPDATE on flowforge.machine_transition is not allowed: the table is append-only', 'machine_transition: UPDATE is refused');
+SELECT throws_ok($$DELETE FROM flowforge.machine_transition WHERE cause = 'start'$$, 'FF011',
+                 'DELETE on flowforge.machine_transition is not allowed: the table is append-only', 'machine_transition: DELETE is refused');
+SELECT throws_ok($$TRUNCATE flowforge.machine_transition$$, 'FF011',
+                 'TRUNCATE on flowforge.machine_transition is not allowed: the table is append-only', 'machine_transition: TRUNCATE is refused');
 -- Sideways routes to the same rows.
+SELECT throws_ok($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                   SELECT organization_id, run_id, n, cause, outcome, 'idle', created_at FROM flowforge.machine_transition
+                   ON CONFLICT (run_id, n) DO UPDATE SET to_state = 'rewritten'$$,
+                 'FF011', NULL, 'machine_transition: INSERT ... ON CONFLICT DO UPDATE cannot rewrite an entry');
 SELECT throws_ok($$UPDATE flowforge.task_run_event SET detail = '{}' WHERE id = (SELECT min(id::text)::uuid FROM flowforge.task_run_event)$$,
                  'FF011', NULL, 'task_run_event: a single-row UPDATE is refused');
 SELECT throws_ok($$WITH gone AS (DELETE FROM flowforge.audit_log RETURNING id) SELECT count(*) FROM gone$$,
@@ -82,6 +118,10 @@ SELECT is((SELECT count(*) FROM flowforge.audit_log), (SELECT audit FROM before)
 SELECT is((SELECT count(*) FROM flowforge.task_run_event), (SELECT events FROM before), 'task_run_event: no row was lost');
 SELECT is((SELECT actor FROM flowforge.audit_log WHERE entity_id = 'w-1'), 'tester', 'audit_log: no row was changed');
 SELECT is((SELECT count(*)::int FROM flowforge.task_run_event WHERE kind = 'note'), 1, 'task_run_event: no row was changed');
+SELECT is((SELECT count(*) FROM flowforge.machine_transition), (SELECT transitions FROM before), 'machine_transition: no row was lost');
+SELECT is((SELECT string_agg(n || ':' || cause || ':' || outcome || ':' || coalesce(to_state, '-'), ',' ORDER BY n)
+           FROM flowforge.machine_transition), '1:start:entered:idle,2:event:entered:done,3:event:refused:-',
+          'machine_transition: no row was changed');
 
 -- ---------------------------------------------------------------------------
 -- The owner, a non-superuser owner and a non-owner granted every privilege
@@ -115,13 +155,19 @@ $$;
 
 CREATE TEMP TABLE owners AS
 SELECT tablename::text AS t, tableowner::text AS owner FROM pg_tables
-WHERE schemaname = 'flowforge' AND tablename IN ('audit_log', 'task_run_event');
+WHERE schemaname = 'flowforge' AND tablename IN ('audit_log', 'task_run_event', 'machine_transition');
 SELECT is(pg_temp.as_role((SELECT owner FROM owners WHERE t = 'audit_log'), $$UPDATE flowforge.audit_log SET actor = 'x'$$),
           'FF011', 'as the owner of audit_log: UPDATE is refused');
 SELECT is(pg_temp.as_role((SELECT owner FROM owners WHERE t = 'audit_log'), $$DELETE FROM flowforge.audit_log$$),
           'FF011', 'as the owner of audit_log: DELETE is refused');
 SELECT is(pg_temp.as_role((SELECT owner FROM owners WHERE t = 'task_run_event'), $$TRUNCATE flowforge.task_run_event$$),
           'FF011', 'as the owner of task_run_event: TRUNCATE is refused');
+SELECT is(pg_temp.as_role((SELECT owner FROM owners WHERE t = 'machine_transition'), $$UPDATE flowforge.machine_transition SET detail = '{}'$$),
+          'FF011', 'as the owner of machine_transition: UPDATE is refused');
+SELECT is(pg_temp.as_role((SELECT owner FROM owners WHERE t = 'machine_transition'), $$DELETE FROM flowforge.machine_transition$$),
+          'FF011', 'as the owner of machine_transition: DELETE is refused');
+SELECT is(pg_temp.as_role((SELECT owner FROM owners WHERE t = 'machine_transition'), $$TRUNCATE flowforge.machine_transition$$),
+          'FF011', 'as the owner of machine_transition: TRUNCATE is refused');
 
 CREATE ROLE ff_test_history_owner NOLOGIN;
 CREATE ROLE ff_test_history_writer NOLOGIN;
@@ -154,7 +200,8 @@ SELECT is(current_user::text, session_user::text, 'back to the session role afte
 
 -- ---------------------------------------------------------------------------
 -- session_replication_role = replica skips ordinary triggers, so a superuser
--- could edit history without any DDL; 0004 marks the four triggers ENABLE ALWAYS.
+-- could edit history without any DDL; 0004 marks the four triggers ENABLE
+-- ALWAYS, and 0017 machine_transition's two.
 -- ---------------------------------------------------------------------------
 SELECT throws_ok($q$DO $do$ BEGIN
                      SET LOCAL session_replication_role = replica;
@@ -162,6 +209,26 @@ SELECT throws_ok($q$DO $do$ BEGIN
                    END $do$$q$, 'FF011', NULL,
                  'session_replication_role = replica does not switch the append-only triggers off');
 SET LOCAL session_replication_role = origin;
+SELECT throws_ok($q$DO $do$ BEGIN
+                     SET LOCAL session_replication_role = replica;
+                     UPDATE flowforge.machine_transition SET to_state = 'idle';
+                   END $do$$q$, 'FF011', NULL,
+                 'session_replication_role = replica: UPDATE of machine_transition is still refused');
+SET LOCAL session_replication_role = origin;
+SELECT throws_ok($q$DO $do$ BEGIN
+                     SET LOCAL session_replication_role = replica;
+                     DELETE FROM flowforge.machine_transition;
+                   END $do$$q$, 'FF011', NULL,
+                 'session_replication_role = replica: DELETE from machine_transition is still refused');
+SET LOCAL session_replication_role = origin;
+SELECT throws_ok($q$DO $do$ BEGIN
+                     SET LOCAL session_replication_role = replica;
+                     TRUNCATE flowforge.machine_transition;
+                   END $do$$q$, 'FF011', NULL,
+                 'session_replication_role = replica: TRUNCATE of machine_transition is still refused');
+SET LOCAL session_replication_role = origin;
+SELECT is((SELECT count(*) FROM flowforge.machine_transition), (SELECT transitions FROM before),
+          'machine_transition: no row was lost in replica mode');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -4,13 +4,16 @@
 -- definitions are RESTRICTed by their runs, task runs CASCADE with their run,
 -- and task_run_event (no FK) outlives a purged run; the substrate's (0015):
 -- the directory RESTRICTs a definition, a graph run's walk CASCADEs with it,
--- a binding goes with its agent, a work item RESTRICTs its definition node.
+-- a binding goes with its agent, a work item RESTRICTs its definition node;
+-- the state-machine engine's (0017): a machine run RESTRICTs its definition,
+-- its queued events, seen ids and timers CASCADE with it, and its history
+-- (machine_transition, no FK) outlives it.
 --
 -- Valid rows are built through the API (define_workflow, start_run, claim,
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(341);
+SELECT plan(413);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -100,6 +103,9 @@ $$;
 --   GR2 run of GW at draft (its item WD dispatched);  GS run of ct_gsingle, succeeded
 --   agents ct-agent-a (two bindings, key:1 and key:2) and ct-agent-b; ct-agent-a also in O
 --   engines ct-e1 serving the default organization and O, ct-e2 standby;  X a third organization nobody serves
+--   MW  ct_machine (waiting -go-> working (action) -> finished, waiting -done-> finished, waiting -1 hour-> expired)
+--   M1 run of MW suspended in working (events e-1 applied, e-2 queued);  M2 run of MW waiting (its timer set)
+--   M3 run of MW succeeded (done)
 -- ---------------------------------------------------------------------------
 INSERT INTO ctx VALUES ('W', flowforge_test.define_diamond('ct_diamond'));
 INSERT INTO ctx VALUES ('W2', flowforge_test.define_diamond('ct_diamond', '{"priority": 5}'));
@@ -166,6 +172,31 @@ SELECT is(flowforge.tick('ct-e1') -> 'serving' ?& ARRAY[flowforge.current_organi
 SELECT is(jsonb_typeof(flowforge.tick('ct-e2') -> 'serving'), 'object', 'fixture: ct-e2 ticked (standby)');
 INSERT INTO flowforge.organization (slug, name) VALUES ('ct-third', 'Third organization');
 INSERT INTO ctx SELECT 'X', id FROM flowforge.organization WHERE slug = 'ct-third';
+
+-- The state-machine engine (0017), built through the API: define_workflow, start_run, send_event.
+INSERT INTO ctx VALUES ('MW', flowforge.define_workflow($${
+    "name": "ct_machine", "kind": "statemachine", "initial": "waiting",
+    "states": {"waiting": {"on": {"go": "working", "done": "finished"}, "after": [{"delay": "1 hour", "target": "expired"}]},
+               "working": {"action": {"task": "work"}, "on_done": "finished", "on_error": "waiting"},
+               "expired": {"final": true}, "finished": {"final": true}}}$$));
+INSERT INTO ctx VALUES ('M1', flowforge.start_run('ct_machine')), ('M2', flowforge.start_run('ct_machine')),
+                       ('M3', flowforge.start_run('ct_machine'));
+SELECT is(flowforge.send_event(pg_temp.id('M1'), 'go', '{}', 'e-1') ->> 'outcome', 'applied', 'fixture: M1 went to working');
+SELECT is(flowforge.send_event(pg_temp.id('M1'), 'done', '{"n": 1}', 'e-2') ->> 'outcome', 'queued',
+          'fixture: M1 queued done while its action runs');
+SELECT is(flowforge.send_event(pg_temp.id('M3'), 'done') ->> 'outcome', 'applied', 'fixture: M3 went to finished');
+SELECT results_eq(
+    $$SELECT c.k, m.state::text, m.status::text, m.live, m.suspended, m.history_length,
+             (SELECT count(*) FROM flowforge.machine_event_queue q WHERE q.run_id = m.run_id),
+             (SELECT count(*) FROM flowforge.machine_event_seen e WHERE e.run_id = m.run_id),
+             (SELECT count(*) FROM flowforge.machine_timer t WHERE t.run_id = m.run_id)
+      FROM flowforge.machine_run m JOIN ctx c ON c.v = m.run_id
+      ORDER BY 1$$,
+    $$VALUES ('M1', 'working', 'running', true, true, 2::bigint, 1::bigint, 2::bigint, 0::bigint),
+             ('M2', 'waiting', 'running', true, false, 1::bigint, 0::bigint, 0::bigint, 1::bigint),
+             ('M3', 'finished', 'succeeded', false, false, 2::bigint, 0::bigint, 0::bigint, 0::bigint)$$,
+    'fixture: the API built a suspended machine with a queued event and seen ids, a waiting one with a timer, and an ended one'
+);
 
 SELECT results_eq(
     $$SELECT 'GR1', g.status::text, flowforge_test.item_status(pg_temp.id('WC')) || '/' || flowforge_test.item_status(pg_temp.id('WP'))
@@ -251,6 +282,8 @@ SELECT is(pg_temp.accepted('workflow_kind_valid', $$UPDATE flowforge.workflow SE
           'accepted', 'workflow_kind_valid: dag is accepted');
 SELECT is(pg_temp.accepted('workflow_kind_valid', $$UPDATE flowforge.workflow SET kind = 'graph' WHERE id = pg_temp.id('GW')$$),
           'accepted', 'workflow_kind_valid: graph is accepted (0015)');
+SELECT is(pg_temp.accepted('workflow_kind_valid', $$UPDATE flowforge.workflow SET kind = 'statemachine' WHERE id = pg_temp.id('W2')$$),
+          'accepted', 'workflow_kind_valid: statemachine is accepted (0017)');
 SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET name = '9lives' WHERE id = pg_temp.id('W2')$$),
           '23514 workflow_name_valid', 'workflow_name_valid: a name starts with a letter');
 SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET name = 'has space' WHERE id = pg_temp.id('W2')$$),
@@ -307,6 +340,14 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.task SET dependency_count = -1 WHER
           '23514 task_dependency_count_non_negative', 'task_dependency_count_non_negative: a negative count is refused');
 SELECT is(pg_temp.accepted('task_dependency_count_non_negative', $$UPDATE flowforge.task SET dependency_count = 0 WHERE id = pg_temp.task('W', 'b')$$),
           'accepted', 'task_dependency_count_non_negative: zero is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET spec = '[]' WHERE id = pg_temp.task('MW', 'waiting')$$),
+          '23514 task_spec_is_object', 'task_spec_is_object: a state spec that is not an object is refused (0017)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET spec = '"final"' WHERE id = pg_temp.task('W', 'b')$$),
+          '23514 task_spec_is_object', 'task_spec_is_object: a scalar spec is refused');
+SELECT is(pg_temp.accepted('task_spec_is_object', $$UPDATE flowforge.task SET spec = '{"final": true}' WHERE id = pg_temp.task('MW', 'waiting')$$),
+          'accepted', 'task_spec_is_object: an object is accepted');
+SELECT is(pg_temp.accepted('task_spec_is_object', $$UPDATE flowforge.task SET spec = NULL WHERE id = pg_temp.task('MW', 'waiting')$$),
+          'accepted', 'task_spec_is_object: no spec (a DAG task, a graph node) is accepted');
 
 -- ===========================================================================
 -- task_dependency  (W: b -> a, c -> a, d -> b, d -> c)
@@ -647,6 +688,8 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET engine_kind = 'machi
           '23514 engine_run_kind_valid', 'engine_run_kind_valid: an unknown engine is refused');
 SELECT is(pg_temp.accepted('engine_run_kind_valid', $$UPDATE flowforge.engine_run SET engine_kind = 'dag' WHERE run_id = pg_temp.id('GR1')$$),
           'accepted', 'engine_run_kind_valid: dag is accepted');
+SELECT is(pg_temp.accepted('engine_run_kind_valid', $$UPDATE flowforge.engine_run SET engine_kind = 'statemachine' WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'engine_run_kind_valid: statemachine is accepted (0017)');
 SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET run_id = pg_temp.id('R') WHERE run_id = pg_temp.id('GR1')$$),
           '23505 engine_run_tenant_run_uq', 'engine_run_tenant_run_uq: two directory rows for one run');
 SELECT is(pg_temp.accepted('engine_run_tenant_run_uq',
@@ -806,6 +849,8 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET engine_kind = 'machin
           '23514 work_item_engine_kind_valid', 'work_item_engine_kind_valid: an unknown engine is refused');
 SELECT is(pg_temp.accepted('work_item_engine_kind_valid', $$UPDATE flowforge.work_item SET engine_kind = 'dag' WHERE id = pg_temp.id('WP')$$),
           'accepted', 'work_item_engine_kind_valid: dag is accepted');
+SELECT is(pg_temp.accepted('work_item_engine_kind_valid', $$UPDATE flowforge.work_item SET engine_kind = 'statemachine' WHERE id = pg_temp.id('WP')$$),
+          'accepted', 'work_item_engine_kind_valid: statemachine is accepted (0017)');
 SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET lease_expires_at = NULL WHERE id = pg_temp.id('WD')$$),
           '23514 work_item_lease_iff_dispatched', 'work_item_lease_iff_dispatched (=>): a dispatched item with no lease (the reaper could never see it)');
 SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET status = 'dispatched' WHERE id = pg_temp.id('WP')$$),
@@ -925,6 +970,158 @@ SELECT is(pg_temp.accepted('engine_one_serving_per_org', $$INSERT INTO flowforge
           'accepted', 'engine_one_serving_per_org: serving an organization nobody serves is accepted');
 
 -- ===========================================================================
+-- 0017: machine_run  (M1 suspended in working, M2 waiting, M3 succeeded)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET status = 'done', finished_at = now() WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_status_valid', 'machine_run_status_valid: an unknown status is refused');
+SELECT is(pg_temp.accepted('machine_run_status_valid', $$UPDATE flowforge.machine_run SET status = 'cancelled', finished_at = now() WHERE run_id = pg_temp.id('M2')$$),
+          'accepted', 'machine_run_status_valid: cancelled is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET finished_at = NULL WHERE run_id = pg_temp.id('M3')$$),
+          '23514 machine_run_finished_matches_status', 'machine_run_finished_matches_status (=>): a succeeded run without a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET status = 'failed' WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_finished_matches_status', 'machine_run_finished_matches_status (=>): failing without a finish time');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET finished_at = now() WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_finished_matches_status', 'machine_run_finished_matches_status (<=): a running machine with a finish time');
+SELECT is(pg_temp.accepted('machine_run_finished_matches_status',
+          $$UPDATE flowforge.machine_run SET status = 'running', finished_at = NULL WHERE run_id = pg_temp.id('M3')$$),
+          'accepted', 'machine_run_finished_matches_status: a reopened run without a finish time is accepted (retry_run)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET status = 'cancelled', finished_at = now() WHERE run_id = pg_temp.id('M1')$$),
+          '23514 machine_run_action_only_running', 'machine_run_action_only_running: ending a run that still waits on its action');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET action_item_id = pg_temp.id('WP') WHERE run_id = pg_temp.id('M3')$$),
+          '23514 machine_run_action_only_running', 'machine_run_action_only_running: an ended run suspended on an action');
+SELECT is(pg_temp.accepted('machine_run_action_only_running', $$UPDATE flowforge.machine_run SET action_item_id = pg_temp.id('WP') WHERE run_id = pg_temp.id('M2')$$),
+          'accepted', 'machine_run_action_only_running: a running machine suspended on an action is accepted');
+SELECT is(pg_temp.accepted('machine_run_action_only_running',
+          $$UPDATE flowforge.machine_run SET action_item_id = NULL, status = 'cancelled', finished_at = now() WHERE run_id = pg_temp.id('M1')$$),
+          'accepted', 'machine_run_action_only_running: ending a run and dropping its action together is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET failure = 'boom' WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_failure_only_failed', 'machine_run_failure_only_failed: a running machine carrying a failure');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET failure = 'boom' WHERE run_id = pg_temp.id('M3')$$),
+          '23514 machine_run_failure_only_failed', 'machine_run_failure_only_failed: a succeeded run carrying a failure');
+SELECT is(pg_temp.accepted('machine_run_failure_only_failed', $$UPDATE flowforge.machine_run SET status = 'failed', failure = 'boom' WHERE run_id = pg_temp.id('M3')$$),
+          'accepted', 'machine_run_failure_only_failed: a failed run with its failure is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET context = '[]' WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_context_is_object', 'machine_run_context_is_object: context that is not an object is refused');
+SELECT is(pg_temp.accepted('machine_run_context_is_object', $$UPDATE flowforge.machine_run SET context = '{"k": [1]}' WHERE run_id = pg_temp.id('M2')$$),
+          'accepted', 'machine_run_context_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET input = '"x"' WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_input_is_object', 'machine_run_input_is_object: a scalar input is refused');
+SELECT is(pg_temp.accepted('machine_run_input_is_object', $$UPDATE flowforge.machine_run SET input = '{"n": 2}' WHERE run_id = pg_temp.id('M2')$$),
+          'accepted', 'machine_run_input_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET transitions = -1 WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_counters_valid', 'machine_run_counters_valid: a negative transition count is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET history_length = -1 WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_counters_valid', 'machine_run_counters_valid: a negative history length is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET next_event_seq = 0 WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_counters_valid', 'machine_run_counters_valid: queued event number 0 is refused');
+SELECT is(pg_temp.accepted('machine_run_counters_valid',
+          $$UPDATE flowforge.machine_run SET transitions = 0, history_length = 0, next_event_seq = 1 WHERE run_id = pg_temp.id('M2')$$),
+          'accepted', 'machine_run_counters_valid: the starting values (0, 0, 1) are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET deleted_at = now() WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_deleted_pair', 'machine_run_deleted_pair: deleted_at without deleted_by is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_run SET deleted_by = 'someone' WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_run_deleted_pair', 'machine_run_deleted_pair: deleted_by without deleted_at is refused');
+SELECT is(pg_temp.accepted('machine_run_deleted_pair', $$UPDATE flowforge.machine_run SET deleted_at = now(), deleted_by = 'someone' WHERE run_id = pg_temp.id('M2')$$),
+          'accepted', 'machine_run_deleted_pair: both together are accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_run (organization_id, run_id, definition_id, state, status, created_by, started_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M2'), pg_temp.id('MW'), 'waiting', 'running', 'test', now())$$),
+          '23505 machine_run_runid_uq', 'machine_run_runid_uq: two machine runs under one run id (two answers to "where is it")');
+SELECT is(pg_temp.accepted('machine_run_runid_uq', $$INSERT INTO flowforge.machine_run (organization_id, run_id, definition_id, state, status, created_by, started_at)
+                            VALUES (pg_temp.id('O'), pg_temp.id('M2'), pg_temp.id('MW'), 'waiting', 'running', 'test', now())$$),
+          'accepted', 'machine_run_runid_uq: the same run id in another organization is accepted');
+SELECT is(pg_temp.probe($$UPDATE flowforge.machine_run SET organization_id = NULL WHERE run_id = pg_temp.id('M2')$$),
+          '23502 organization_id', 'machine_run.organization_id: a machine without a tenant is refused (NOT NULL)');
+SELECT is(pg_temp.probe($$UPDATE flowforge.machine_run SET live = false WHERE run_id = pg_temp.id('M2')$$),
+          '428C9 column "live" can only be updated to DEFAULT', 'machine_run.live cannot be written: it is derived from the status');
+
+-- ===========================================================================
+-- machine_transition  (append-only, so its CHECKs are proven on INSERT; M1 has entries 1 and 2)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'magic', 'entered', 'finished', now())$$),
+          '23514 machine_transition_cause_valid', 'machine_transition_cause_valid: an unknown cause is refused');
+SELECT is(pg_temp.accepted('machine_transition_cause_valid', $$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'action_done', 'entered', 'finished', now())$$),
+          'accepted', 'machine_transition_cause_valid: an action''s end is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'cancel', 'moved', now())$$),
+          '23514 machine_transition_outcome_valid', 'machine_transition_outcome_valid: an unknown outcome is refused');
+SELECT is(pg_temp.accepted('machine_transition_outcome_valid', $$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'cancel', 'stopped', now())$$),
+          'accepted', 'machine_transition_outcome_valid: a stop is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'event', 'entered', 'finished', now())$$),
+          '23514 machine_transition_event_named', 'machine_transition_event_named (=>): an event entry that names no event');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, event, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'timer', 'entered', 'done', 'finished', now())$$),
+          '23514 machine_transition_event_named', 'machine_transition_event_named (<=): a timer entry that names an event');
+SELECT is(pg_temp.accepted('machine_transition_event_named', $$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, event, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'event', 'refused', 'done', now())$$),
+          'accepted', 'machine_transition_event_named: an event entry naming its event is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'timer', 'entered', now())$$),
+          '23514 machine_transition_entered_has_target', 'machine_transition_entered_has_target: "entered" nowhere is refused');
+SELECT is(pg_temp.accepted('machine_transition_entered_has_target', $$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 3, 'timer', 'entered', 'expired', now())$$),
+          'accepted', 'machine_transition_entered_has_target: entering a named state is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 0, 'retry', 'entered', 'working', now())$$),
+          '23514 machine_transition_n_positive', 'machine_transition_n_positive: entry 0 is refused (the history counts from 1)');
+SELECT is(pg_temp.accepted('machine_transition_n_positive', $$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 1000, 'retry', 'entered', 'working', now())$$),
+          'accepted', 'machine_transition_n_positive: a positive entry number is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 2, 'retry', 'entered', 'working', now())$$),
+          '23505 machine_transition_pkey', 'machine_transition_pkey: two entries at one place of a run''s history');
+SELECT is(pg_temp.accepted('machine_transition_pkey', $$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M2'), 2, 'retry', 'entered', 'working', now())$$),
+          'accepted', 'machine_transition_pkey: entry 2 of another run is accepted');
+
+-- ===========================================================================
+-- machine_event_queue, machine_event_seen  (M1: done queued as 1, ids e-1 and e-2 seen)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_event_queue SET seq = 0 WHERE run_id = pg_temp.id('M1')$$),
+          '23514 machine_event_queue_seq_positive', 'machine_event_queue_seq_positive: queued event 0 is refused');
+SELECT is(pg_temp.accepted('machine_event_queue_seq_positive', $$UPDATE flowforge.machine_event_queue SET seq = 7 WHERE run_id = pg_temp.id('M1')$$),
+          'accepted', 'machine_event_queue_seq_positive: a positive number is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_event_queue (organization_id, run_id, seq, event, received_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 1, 'go', now())$$),
+          '23505 machine_event_queue_pkey', 'machine_event_queue_pkey: two events at one place of the arrival order');
+SELECT is(pg_temp.accepted('machine_event_queue_pkey', $$INSERT INTO flowforge.machine_event_queue (organization_id, run_id, seq, event, received_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 2, 'go', now())$$),
+          'accepted', 'machine_event_queue_pkey: the next place is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_event_seen SET event_id = '' WHERE run_id = pg_temp.id('M1') AND event_id = 'e-2'$$),
+          '23514 machine_event_seen_id_valid', 'machine_event_seen_id_valid: an empty event id is refused');
+SELECT is(pg_temp.accepted('machine_event_seen_id_valid', $$UPDATE flowforge.machine_event_seen SET event_id = 'x' WHERE run_id = pg_temp.id('M1') AND event_id = 'e-2'$$),
+          'accepted', 'machine_event_seen_id_valid: a one-character id is accepted');
+SELECT is(pg_temp.accepted('machine_event_seen_id_valid', $$UPDATE flowforge.machine_event_seen SET event_id = repeat('x', 200) WHERE run_id = pg_temp.id('M1') AND event_id = 'e-2'$$),
+          'accepted', 'machine_event_seen_id_valid: a 200-character id is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_event_seen (organization_id, run_id, event_id, seen_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M1'), 'e-1', now())$$),
+          '23505 machine_event_seen_pkey', 'machine_event_seen_pkey: an event id seen twice by one run (what makes a redelivery a duplicate)');
+SELECT is(pg_temp.accepted('machine_event_seen_pkey', $$INSERT INTO flowforge.machine_event_seen (organization_id, run_id, event_id, seen_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('M2'), 'e-1', now())$$),
+          'accepted', 'machine_event_seen_pkey: the same event id at another run is accepted');
+
+-- ===========================================================================
+-- machine_timer  (M2: the 1-hour timer of its first entry, position 1)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_timer (organization_id, run_id, entered, position, target, delay, fire_at)
+                            SELECT organization_id, run_id, entered, position, 'finished', delay, fire_at
+                            FROM flowforge.machine_timer WHERE run_id = pg_temp.id('M2')$$),
+          '23505 machine_timer_one_per_entry', 'machine_timer_one_per_entry: one timer set twice for one entry (it would fire twice)');
+SELECT is(pg_temp.accepted('machine_timer_one_per_entry', $$INSERT INTO flowforge.machine_timer (organization_id, run_id, entered, position, target, delay, fire_at)
+                            SELECT organization_id, run_id, entered, position + 1, 'finished', delay, fire_at
+                            FROM flowforge.machine_timer WHERE run_id = pg_temp.id('M2')$$),
+          'accepted', 'machine_timer_one_per_entry: the entry''s next timer is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_timer SET delay = '0' WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_timer_delay_positive', 'machine_timer_delay_positive: a zero delay is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.machine_timer SET delay = '-1 second' WHERE run_id = pg_temp.id('M2')$$),
+          '23514 machine_timer_delay_positive', 'machine_timer_delay_positive: a negative delay (due before the state was entered) is refused');
+SELECT is(pg_temp.accepted('machine_timer_delay_positive', $$UPDATE flowforge.machine_timer SET delay = '1 microsecond' WHERE run_id = pg_temp.id('M2')$$),
+          'accepted', 'machine_timer_delay_positive: the shortest positive delay is accepted');
+
+-- ===========================================================================
 -- Coverage: every CHECK and UNIQUE constraint of the schema was seen to fire
 -- and to accept (a constraint added by a later migration fails this until
 -- it gets its pair of tests here).
@@ -933,7 +1130,8 @@ SELECT set_eq(
     $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
       UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),
                    ('server_secret_pkey'), ('setting_pkey'), ('graph_step_pkey'), ('graph_visit_pkey'),
-                   ('graph_edge_pkey'), ('engine_one_serving_per_org')$$,
+                   ('graph_edge_pkey'), ('engine_one_serving_per_org'), ('machine_transition_pkey'),
+                   ('machine_event_queue_pkey'), ('machine_event_seen_pkey')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'refused'$$,
     'every CHECK and UNIQUE constraint was seen to refuse a plain write'
 );
@@ -941,7 +1139,8 @@ SELECT set_eq(
     $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
       UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),
                    ('server_secret_pkey'), ('setting_pkey'), ('graph_step_pkey'), ('graph_visit_pkey'),
-                   ('graph_edge_pkey'), ('engine_one_serving_per_org')$$,
+                   ('graph_edge_pkey'), ('engine_one_serving_per_org'), ('machine_transition_pkey'),
+                   ('machine_event_queue_pkey'), ('machine_event_seen_pkey')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'accepted'$$,
     'every CHECK and UNIQUE constraint was seen to accept a valid write'
 );
@@ -1011,6 +1210,32 @@ SELECT lives_ok($$DELETE FROM flowforge.agent WHERE name = 'ct-agent-a' AND orga
 SELECT is((SELECT count(*)::int FROM flowforge.affinity_binding WHERE agent_id = 'ct-agent-a'
              AND organization_id = flowforge.current_organization()), 0,
           'CASCADE: its bindings went with it');
+
+-- The state-machine engine (0017): a machine run keeps its definition and its
+-- organization; its queued events, seen ids and timers go with it; its
+-- history (no FK) stays.
+INSERT INTO ctx VALUES ('MB', flowforge.define_workflow($${"name": "ct_mbare", "kind": "statemachine", "initial": "a",
+    "states": {"a": {"on": {"go": "b"}}, "b": {"final": true}}}$$));
+INSERT INTO flowforge.organization (slug, name) VALUES ('ct-fourth', 'Fourth organization');
+INSERT INTO ctx SELECT 'Y', id FROM flowforge.organization WHERE slug = 'ct-fourth';
+INSERT INTO flowforge.machine_run (organization_id, run_id, definition_id, state, status, created_by, started_at)
+VALUES (pg_temp.id('Y'), gen_random_uuid(), pg_temp.id('MB'), 'a', 'running', 'test', now());
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.workflow WHERE id = pg_temp.id('MB')$$),
+          '23503 machine_run_definition_fkey', 'RESTRICT: a definition with a machine run cannot be deleted');
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.organization WHERE id = pg_temp.id('Y')$$),
+          '23503 machine_run_organization_fkey', 'RESTRICT: an organization with a machine run cannot be deleted');
+SELECT ok((SELECT count(*) FROM flowforge.machine_event_queue WHERE run_id = pg_temp.id('M1')) > 0
+          AND (SELECT count(*) FROM flowforge.machine_event_seen WHERE run_id = pg_temp.id('M1')) > 0
+          AND (SELECT count(*) FROM flowforge.machine_timer WHERE run_id = pg_temp.id('M2')) > 0,
+          'machine runs M1 and M2 have queued events, seen ids and a timer before the purge');
+SELECT lives_ok($$DELETE FROM flowforge.machine_run WHERE run_id IN (pg_temp.id('M1'), pg_temp.id('M2'))$$,
+                'machine runs with a history, a queue, seen ids and timers can be deleted (machine_transition has no FK)');
+SELECT is((SELECT count(*)::int FROM flowforge.machine_event_queue WHERE run_id IN (pg_temp.id('M1'), pg_temp.id('M2')))
+          + (SELECT count(*)::int FROM flowforge.machine_event_seen WHERE run_id IN (pg_temp.id('M1'), pg_temp.id('M2')))
+          + (SELECT count(*)::int FROM flowforge.machine_timer WHERE run_id IN (pg_temp.id('M1'), pg_temp.id('M2'))), 0,
+          'CASCADE: their queued events, seen ids and timers went with them');
+SELECT is((SELECT count(*)::int FROM flowforge.machine_transition WHERE run_id IN (pg_temp.id('M1'), pg_temp.id('M2'))), 3,
+          'their history (M1''s two entries, M2''s one) outlives the purge');
 
 SELECT * FROM finish();
 ROLLBACK;

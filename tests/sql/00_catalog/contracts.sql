@@ -9,8 +9,11 @@
 -- And the history's column list lives in one function (_append_events) plus
 -- the measured fast paths named below; a new INSERT into task_run_event
 -- anywhere else fails here.
+--
+-- And no function's signature names a table's row type: the function would
+-- depend on the table, and a migration rollback (DROP TABLE) would fail on it.
 BEGIN;
-SELECT plan(4);
+SELECT plan(5);
 
 CREATE TEMP TABLE fn AS
 SELECT p.oid, p.proname::text AS name, p.oid::regprocedure::text AS signature, p.prosrc,
@@ -74,6 +77,24 @@ SELECT set_eq(
           'flowforge.claim_work(text[],text,interval,integer,text[],text[])',
           'flowforge._dispatch_rows(uuid[],timestamp with time zone)'],
     'history rows are built by _append_events and the measured fast paths only');
+
+-- Functions are re-applied after every migrate, but a rollback runs before
+-- they are dropped: a signature of type flowforge.task (or task[]) makes
+-- "DROP TABLE flowforge.task" fail with "other objects depend on it" (the
+-- bug _enqueue_work had). Variables of %ROWTYPE inside a body record no
+-- dependency and stay allowed.
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text || ' names the row type of ' || c.oid::regclass::text
+             || CASE WHEN ty.oid = p.prorettype OR ty.typarray = p.prorettype THEN ' (returns it)' ELSE ' (takes it)' END
+      FROM pg_proc p
+      JOIN pg_class c ON c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+      JOIN pg_type ty ON ty.oid = c.reltype
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND (p.prorettype IN (ty.oid, ty.typarray)
+             OR ty.oid = ANY (p.proargtypes::oid[]) OR ty.typarray = ANY (p.proargtypes::oid[])
+             OR ty.oid = ANY (coalesce(p.proallargtypes, '{}')) OR ty.typarray = ANY (coalesce(p.proallargtypes, '{}')))
+      ORDER BY 1$$,
+    'no flowforge function takes or returns a flowforge table''s row type (a rollback could not drop the table)');
 
 SELECT * FROM finish();
 ROLLBACK;

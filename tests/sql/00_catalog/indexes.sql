@@ -1,12 +1,12 @@
 -- Indexes: every index the seed names exists with its exact definition
 -- (columns, order, direction, partial predicate), so do the extra indexes of
 -- the migrations (0015: the substrate and the graph engine; 0016: the DAG's
--- claim indexes re-shaped for lower priority first), and each table has
--- exactly the indexes listed — an index
+-- claim indexes re-shaped for lower priority first; 0017: the state-machine
+-- engine), and each table has exactly the indexes listed — an index
 -- nobody can name a query for should not exist (docs/data-model.md).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(103);
+SELECT plan(127);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -191,6 +191,34 @@ SELECT is(pg_temp.indexdef('idx_event_work_item'),
     'idx_event_work_item: (work_item_id, created_at) partial — a work item''s event log');
 
 -- ---------------------------------------------------------------------------
+-- 0017: the state-machine engine
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('machine_run_pkey'),
+    'CREATE UNIQUE INDEX machine_run_pkey ON flowforge.machine_run USING btree (id)',
+    'machine_run_pkey: (id)');
+SELECT is(pg_temp.indexdef('machine_run_runid_uq'),
+    'CREATE UNIQUE INDEX machine_run_runid_uq ON flowforge.machine_run USING btree (organization_id, run_id)',
+    'machine_run_runid_uq: (organization_id, run_id) — a machine by its run id (every event, action end, timer, get_run)');
+SELECT is(pg_temp.indexdef('machine_transition_pkey'),
+    'CREATE UNIQUE INDEX machine_transition_pkey ON flowforge.machine_transition USING btree (run_id, n)',
+    'machine_transition_pkey: (run_id, n) — a run''s history in order, its most recent entries');
+SELECT is(pg_temp.indexdef('machine_event_queue_pkey'),
+    'CREATE UNIQUE INDEX machine_event_queue_pkey ON flowforge.machine_event_queue USING btree (run_id, seq)',
+    'machine_event_queue_pkey: (run_id, seq) — a suspended run''s events in arrival order');
+SELECT is(pg_temp.indexdef('machine_event_seen_pkey'),
+    'CREATE UNIQUE INDEX machine_event_seen_pkey ON flowforge.machine_event_seen USING btree (run_id, event_id)',
+    'machine_event_seen_pkey: (run_id, event_id) — "seen this id?" is one key lookup');
+SELECT is(pg_temp.indexdef('machine_timer_pkey'),
+    'CREATE UNIQUE INDEX machine_timer_pkey ON flowforge.machine_timer USING btree (id)',
+    'machine_timer_pkey: (id) — the timer duty re-reads each due timer by id');
+SELECT is(pg_temp.indexdef('machine_timer_one_per_entry'),
+    'CREATE UNIQUE INDEX machine_timer_one_per_entry ON flowforge.machine_timer USING btree (run_id, entered, "position")',
+    'machine_timer_one_per_entry: (run_id, entered, position) — a run''s timers (deleted when it leaves a state)');
+SELECT is(pg_temp.indexdef('machine_timer_due_idx'),
+    'CREATE INDEX machine_timer_due_idx ON flowforge.machine_timer USING btree (fire_at)',
+    'machine_timer_due_idx: (fire_at) — the timer duty: due timers, oldest first');
+
+-- ---------------------------------------------------------------------------
 -- Exactly these indexes per table
 -- ---------------------------------------------------------------------------
 SELECT indexes_are('flowforge', 'organization', ARRAY['organization_pkey', 'uniq_organization_slug']);
@@ -228,6 +256,11 @@ SELECT indexes_are('flowforge', 'graph_run', ARRAY['graph_run_pkey', 'graph_run_
 SELECT indexes_are('flowforge', 'graph_step', ARRAY['graph_step_pkey']);
 SELECT indexes_are('flowforge', 'graph_visit', ARRAY['graph_visit_pkey']);
 SELECT indexes_are('flowforge', 'graph_edge', ARRAY['graph_edge_pkey', 'idx_graph_edge_workflow']);
+SELECT indexes_are('flowforge', 'machine_run', ARRAY['machine_run_pkey', 'machine_run_runid_uq']);
+SELECT indexes_are('flowforge', 'machine_transition', ARRAY['machine_transition_pkey']);
+SELECT indexes_are('flowforge', 'machine_event_queue', ARRAY['machine_event_queue_pkey']);
+SELECT indexes_are('flowforge', 'machine_event_seen', ARRAY['machine_event_seen_pkey']);
+SELECT indexes_are('flowforge', 'machine_timer', ARRAY['machine_timer_pkey', 'machine_timer_one_per_entry', 'machine_timer_due_idx']);
 
 -- ---------------------------------------------------------------------------
 -- The indexes serve their queries. With sequential and bitmap scans priced
@@ -264,6 +297,45 @@ ANALYZE flowforge.task_run_event;
 ANALYZE flowforge.work_item;
 ANALYZE flowforge.engine_run;
 ANALYZE flowforge.audit_log;
+
+-- The timer duty (_fire_machine_timers) on a table of many timers, most not
+-- yet due, with the planner left free: 20 machine runs waiting, 10,000 timers
+-- of which 2,000 are due. tick runs the duty with plan_cache_mode =
+-- force_generic_plan, so its plan is the generic one (parameters, not values).
+SELECT isnt(flowforge.define_workflow($${"name": "ix_machine", "kind": "statemachine", "initial": "waiting",
+    "states": {"waiting": {"on": {"go": "done"}, "after": [{"delay": "1 hour", "target": "done"}]},
+               "done": {"final": true}}}$$), NULL, 'fixture: ix_machine defined');
+SELECT is((SELECT count(DISTINCT r)::int FROM (SELECT flowforge.start_run('ix_machine') AS r FROM generate_series(1, 20)) s),
+          20, 'fixture: 20 machine runs started, each waiting with its timer');
+INSERT INTO flowforge.machine_timer (organization_id, run_id, entered, position, target, delay, fire_at)
+SELECT m.organization_id, m.run_id, 1000 + g, 1, 'done', interval '1 hour', now() + (g - 100) * interval '1 minute'
+FROM flowforge.machine_run m CROSS JOIN generate_series(1, 500) g;
+SELECT is((SELECT count(*) FILTER (WHERE fire_at <= now())::int FROM flowforge.machine_timer), 2000,
+          'fixture: 10,020 timers, 2,000 of them due');
+ANALYZE flowforge.machine_timer;
+ANALYZE flowforge.machine_run;
+ANALYZE flowforge.machine_transition;
+PREPARE ix_due_timers(uuid[], integer, timestamptz) AS
+    SELECT t.id FROM flowforge.machine_timer t
+    WHERE t.fire_at <= $3 AND ($1 IS NULL OR t.organization_id = ANY ($1))
+    ORDER BY t.fire_at
+    LIMIT $2;
+SET LOCAL plan_cache_mode = force_generic_plan;
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_due_timers(NULL, 1000, now())$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using machine_timer_due_idx',
+    'the timer duty''s due timers (generic plan, as tick runs it) are an ordered range scan of machine_timer_due_idx, no sort');
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_due_timers(ARRAY['00000000-0000-0000-0000-000000000001']::uuid[], 1000, now())$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using machine_timer_due_idx',
+    'the timer duty of the organizations a daemon serves reads machine_timer_due_idx too, no sort');
+SET LOCAL plan_cache_mode = auto;
+DEALLOCATE ix_due_timers;
+SELECT matches(pg_temp.plan_of($$
+    SELECT t.id FROM flowforge.machine_timer t
+    WHERE t.fire_at <= now() AND (NULL::uuid[] IS NULL OR t.organization_id = ANY (NULL::uuid[]))
+    ORDER BY t.fire_at LIMIT 1000$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using machine_timer_due_idx',
+    'the timer duty''s due timers (custom plan) are an ordered range scan of machine_timer_due_idx, no sort');
+
 SET LOCAL enable_seqscan = off;
 SET LOCAL enable_bitmapscan = off;
 
@@ -358,6 +430,29 @@ SELECT matches(pg_temp.plan_of($$
     SELECT kind FROM flowforge.task_run_event WHERE work_item_id = '00000000-0000-0000-0000-000000000000'
     ORDER BY created_at$$),
     '^(?!.*Sort).*Index Scan using idx_event_work_item', 'a work item''s events read idx_event_work_item, no sort');
+
+-- The state-machine engine's reads by run: get_run's recent history, a
+-- machine by run id, its queue, its seen ids, its timers.
+SELECT matches(pg_temp.plan_of($$
+    SELECT * FROM flowforge.machine_transition x
+    WHERE x.run_id = '00000000-0000-0000-0000-000000000000' AND x.organization_id = '00000000-0000-0000-0000-000000000001'
+    ORDER BY x.n DESC LIMIT 100$$),
+    '^(?!.*Sort).*Index Scan Backward using machine_transition_pkey',
+    'a run''s most recent history entries (get_run) are a backward scan of machine_transition_pkey, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT state FROM flowforge.machine_run
+    WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND run_id = '00000000-0000-0000-0000-000000000000'$$),
+    'Index Scan using machine_run_runid_uq', 'a machine by its run id reads machine_run_runid_uq');
+SELECT matches(pg_temp.plan_of($$
+    SELECT event FROM flowforge.machine_event_queue WHERE run_id = '00000000-0000-0000-0000-000000000000'
+    ORDER BY seq LIMIT 1$$),
+    '^(?!.*Sort).*Index Scan using machine_event_queue_pkey', 'a run''s oldest queued event reads machine_event_queue_pkey, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT 1 FROM flowforge.machine_event_seen WHERE run_id = '00000000-0000-0000-0000-000000000000' AND event_id = 'e-1'$$),
+    'Index (Only )?Scan using machine_event_seen_pkey', '"seen this event id?" is a key lookup in machine_event_seen_pkey');
+SELECT matches(pg_temp.plan_of($$
+    DELETE FROM flowforge.machine_timer t WHERE t.run_id = '00000000-0000-0000-0000-000000000000'$$),
+    'Index Scan using machine_timer_one_per_entry', 'deleting a run''s timers (it left the state) reads machine_timer_one_per_entry');
 
 SELECT * FROM finish();
 ROLLBACK;

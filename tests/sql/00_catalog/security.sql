@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(217);
+SELECT plan(253);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the seven group roles exist, cannot log in and carry no attribute
@@ -75,50 +75,58 @@ SELECT set_eq(
           'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
           'api_key_usage', 'organization', 'server_secret', 'setting',
           'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit',
-          'graph_edge'],
+          'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer'],
     'the tables covered below are all the flowforge tables (a new table needs its policies tested here)');
 
--- 23 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine).
+-- 28 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
+-- state-machine engine's five).
 SELECT policies_are('flowforge', t, ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
                     format('flowforge.%s has exactly the policies readonly_select, system_all, tenant_isolation', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
-                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
+                  'machine_event_seen', 'machine_timer']) AS t;
 SELECT policy_roles_are('flowforge', t, 'tenant_isolation', ARRAY['flowforge_owner'],
                         format('flowforge.%s tenant_isolation applies to flowforge_owner only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
-                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
+                  'machine_event_seen', 'machine_timer']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'tenant_isolation', 'ALL',
                      format('flowforge.%s tenant_isolation is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
-                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
+                  'machine_event_seen', 'machine_timer']) AS t;
 SELECT policy_roles_are('flowforge', t, 'system_all', ARRAY['flowforge_system'],
                         format('flowforge.%s system_all applies to flowforge_system only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
-                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
+                  'machine_event_seen', 'machine_timer']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'system_all', 'ALL', format('flowforge.%s system_all is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
-                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
+                  'machine_event_seen', 'machine_timer']) AS t;
 SELECT policy_roles_are('flowforge', t, 'readonly_select', ARRAY['flowforge_readonly'],
                         format('flowforge.%s readonly_select applies to flowforge_readonly only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
-                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
+                  'machine_event_seen', 'machine_timer']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'readonly_select', 'SELECT', format('flowforge.%s readonly_select is FOR SELECT', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
-                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
+                  'machine_event_seen', 'machine_timer']) AS t;
 
 -- organization: the tenant API may only read its own organization row.
 SELECT policies_are('flowforge', 'organization', ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
@@ -302,6 +310,45 @@ SELECT results_eq(
              ('flowforge.uuid7()', 'flowforge_owner',
               'flowforge_app,flowforge_daemon,flowforge_gateway,flowforge_readonly,flowforge_worker')$$,
     'the substrate''s functions: owner and callers (workers claim and report, apps drain agents, the daemon ticks)');
+
+-- The state-machine engine's functions (0017): send_event is the API (apps
+-- and the gateway send events; a worker only reports its action through
+-- complete_work / fail_work); everything else is reached through the hooks,
+-- send_event or the timer duty, and is callable by no runtime role.
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", pg_get_userbyid(p.proowner)::text COLLATE "default",
+             array_to_string(ARRAY(SELECT r.rolname::text FROM pg_roles r
+                                   WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                                                       'flowforge_gateway', 'flowforge_readonly')
+                                     AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                                   ORDER BY r.rolname), ',') COLLATE "default"
+      FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND (p.proname IN ('send_event', '_event_refused', '_fire_machine_timer', '_fire_machine_timers')
+             OR p.proname ~ '^_(machine|normalize_machine)_')
+      ORDER BY 1$$,
+    $$VALUES ('flowforge._event_refused(uuid,text,text,text)', 'flowforge_owner', ''),
+             ('flowforge._fire_machine_timer(uuid,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._fire_machine_timers(uuid[],integer,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_accept(text,jsonb,text,jsonb,jsonb)', 'flowforge_owner', ''),
+             ('flowforge._machine_apply(uuid,uuid,text,jsonb,text,jsonb,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_cancel_run(uuid,uuid,text,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_define(uuid,uuid,jsonb,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_enter(uuid,uuid,text,jsonb,text,text,text,jsonb,jsonb,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_finish(uuid,uuid,text,text,text,text,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_item_failed(uuid,uuid,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_item_succeeded(uuid,uuid,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_record(uuid,uuid,text,text,text,text,jsonb,text,text,jsonb,timestamp with time zone,bigint)', 'flowforge_owner', ''),
+             ('flowforge._machine_refuse_queued(uuid,uuid,text,text,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_resume(uuid,uuid,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_retry_run(uuid,uuid,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_run_detail(uuid,uuid)', 'flowforge_owner', ''),
+             ('flowforge._machine_start_run(uuid,uuid,uuid,jsonb,jsonb,text,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._normalize_machine_spec(jsonb)', 'flowforge_owner', ''),
+             ('flowforge._normalize_machine_state(text,jsonb,jsonb)', 'flowforge_owner', ''),
+             ('flowforge._normalize_machine_transition(jsonb,text,text,jsonb)', 'flowforge_owner', ''),
+             ('flowforge.send_event(uuid,text,jsonb,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway')$$,
+    'the state-machine engine''s functions: owner and callers (send_event for apps and the gateway, internals for nobody)');
 
 -- Inside an API call the organization is cached in the setting
 -- flowforge.caller_org, which the tenant policies trust. That is sound only

@@ -1,10 +1,11 @@
 -- Schema structure: the tables of the migrations (0015 adds the substrate
--- every engine shares and the graph engine's tables), their exact columns,
+-- every engine shares and the graph engine's tables, 0017 the state-machine
+-- engine's), their exact columns, generated columns,
 -- key column types, tenancy columns, primary keys, every foreign key with its
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(366);
+SELECT plan(487);
 
 SELECT has_schema('flowforge');
 
@@ -14,8 +15,9 @@ SELECT tables_are('flowforge', ARRAY[
     'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event',
     'queue', 'setting', 'api_key_usage', 'server_secret',
     'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine',
-    'graph_run', 'graph_step', 'graph_visit', 'graph_edge'
-], 'flowforge has exactly the twenty-six tables of the migrations');
+    'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
+    'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer'
+], 'flowforge has exactly the thirty-one tables of the migrations');
 
 -- ---------------------------------------------------------------------------
 -- Exact column lists (a column added or dropped without this test changing fails)
@@ -31,7 +33,7 @@ SELECT columns_are('flowforge', 'workflow', ARRAY[
 SELECT columns_are('flowforge', 'task', ARRAY[
     'id', 'organization_id', 'workflow_id', 'key', 'queue', 'priority', 'max_attempts', 'backoff',
     'backoff_factor', 'max_backoff', 'timeout', 'dependency_count', 'created_at',
-    'max_visits', 'is_final', 'affinity', 'affinity_policy', 'worker_params']);
+    'max_visits', 'is_final', 'affinity', 'affinity_policy', 'worker_params', 'spec']);
 SELECT columns_are('flowforge', 'task_dependency', ARRAY[
     'organization_id', 'workflow_id', 'task_id', 'depends_on_task_id']);
 SELECT columns_are('flowforge', 'scheduled_trigger', ARRAY[
@@ -89,6 +91,19 @@ SELECT columns_are('flowforge', 'graph_step', ARRAY[
 SELECT columns_are('flowforge', 'graph_visit', ARRAY['organization_id', 'run_id', 'node', 'visits']);
 SELECT columns_are('flowforge', 'graph_edge', ARRAY[
     'organization_id', 'workflow_id', 'from_task_id', 'position', 'to_task_id', 'condition']);
+-- 0017: the state-machine engine (seed 002's machine_run, its history as rows).
+SELECT columns_are('flowforge', 'machine_run', ARRAY[
+    'id', 'organization_id', 'run_id', 'definition_id', 'state', 'context', 'status', 'live', 'suspended', 'failure',
+    'reason', 'transitions', 'history_length', 'next_event_seq', 'action_item_id', 'input', 'idempotency_key',
+    'created_at', 'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by', 'started_at', 'finished_at']);
+SELECT columns_are('flowforge', 'machine_transition', ARRAY[
+    'organization_id', 'run_id', 'n', 'cause', 'outcome', 'event', 'event_id', 'payload', 'from_state', 'to_state',
+    'detail', 'created_at']);
+SELECT columns_are('flowforge', 'machine_event_queue', ARRAY[
+    'organization_id', 'run_id', 'seq', 'event', 'payload', 'event_id', 'received_at']);
+SELECT columns_are('flowforge', 'machine_event_seen', ARRAY['organization_id', 'run_id', 'event_id', 'seen_at']);
+SELECT columns_are('flowforge', 'machine_timer', ARRAY[
+    'id', 'organization_id', 'run_id', 'entered', 'position', 'target', 'delay', 'fire_at']);
 
 -- ---------------------------------------------------------------------------
 -- Key column types
@@ -176,6 +191,39 @@ SELECT col_type_is('flowforge', 'graph_edge', 'condition', 'jsonpath', 'graph_ed
 SELECT col_type_is('flowforge', 'task_run_event', 'work_item_id', 'uuid', 'task_run_event.work_item_id is uuid');
 SELECT col_type_is('flowforge', 'setting', 'agent_timeout', 'interval', 'setting.agent_timeout is interval');
 SELECT col_type_is('flowforge', 'setting', 'duty_lease', 'interval', 'setting.duty_lease is interval');
+-- 0017: the state-machine engine. A state is named like a task key (it is one), events like send_event's names.
+SELECT col_type_is('flowforge', t, 'id', 'uuid', format('%s.id is uuid', t))
+FROM unnest(ARRAY['machine_run', 'machine_timer']) AS t;
+SELECT col_type_is('flowforge', t, 'organization_id', 'uuid', format('%s.organization_id is uuid', t))
+FROM unnest(ARRAY['machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer']) AS t;
+SELECT col_type_is('flowforge', t, 'run_id', 'uuid', format('%s.run_id is uuid (the run''s directory id)', t))
+FROM unnest(ARRAY['machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer']) AS t;
+SELECT col_type_is('flowforge', t, c, 'timestamp with time zone', format('%s.%s is timestamp with time zone', t, c))
+FROM (VALUES ('machine_run', 'created_at'), ('machine_run', 'started_at'), ('machine_run', 'finished_at'),
+             ('machine_run', 'updated_at'), ('machine_run', 'deleted_at'), ('machine_transition', 'created_at'),
+             ('machine_event_queue', 'received_at'), ('machine_event_seen', 'seen_at'),
+             ('machine_timer', 'fire_at')) AS x(t, c);
+SELECT col_type_is('flowforge', t, c, 'bigint', format('%s.%s is bigint', t, c))
+FROM (VALUES ('machine_run', 'transitions'), ('machine_run', 'history_length'), ('machine_run', 'next_event_seq'),
+             ('machine_transition', 'n'), ('machine_event_queue', 'seq'), ('machine_timer', 'entered')) AS x(t, c);
+SELECT col_type_is('flowforge', t, c, 'character varying(63)', format('%s.%s is character varying(63), like task.key', t, c))
+FROM (VALUES ('machine_run', 'state'), ('machine_transition', 'from_state'), ('machine_transition', 'to_state'),
+             ('machine_timer', 'target')) AS x(t, c);
+SELECT col_type_is('flowforge', t, c, 'character varying(200)', format('%s.%s is character varying(200)', t, c))
+FROM (VALUES ('machine_run', 'idempotency_key'), ('machine_transition', 'event'), ('machine_transition', 'event_id'),
+             ('machine_event_queue', 'event'), ('machine_event_queue', 'event_id'), ('machine_event_seen', 'event_id')) AS x(t, c);
+SELECT col_type_is('flowforge', t, c, 'jsonb', format('%s.%s is jsonb', t, c))
+FROM (VALUES ('machine_run', 'context'), ('machine_run', 'input'), ('machine_transition', 'payload'),
+             ('machine_transition', 'detail'), ('machine_event_queue', 'payload'), ('task', 'spec')) AS x(t, c);
+SELECT col_type_is('flowforge', 'machine_run', 'status', 'character varying(20)', 'machine_run.status is character varying(20)');
+SELECT col_type_is('flowforge', 'machine_run', 'live', 'boolean', 'machine_run.live is boolean');
+SELECT col_type_is('flowforge', 'machine_run', 'suspended', 'boolean', 'machine_run.suspended is boolean');
+SELECT col_type_is('flowforge', 'machine_run', 'definition_id', 'uuid', 'machine_run.definition_id is uuid');
+SELECT col_type_is('flowforge', 'machine_run', 'action_item_id', 'uuid', 'machine_run.action_item_id is uuid (a work item''s id)');
+SELECT col_type_is('flowforge', 'machine_transition', 'cause', 'character varying(20)', 'machine_transition.cause is character varying(20)');
+SELECT col_type_is('flowforge', 'machine_transition', 'outcome', 'character varying(20)', 'machine_transition.outcome is character varying(20)');
+SELECT col_type_is('flowforge', 'machine_timer', 'position', 'integer', 'machine_timer.position is integer');
+SELECT col_type_is('flowforge', 'machine_timer', 'delay', 'interval', 'machine_timer.delay is interval');
 
 -- ---------------------------------------------------------------------------
 -- Tenancy: organization_id NOT NULL on every tenant table
@@ -184,7 +232,8 @@ SELECT col_not_null('flowforge', t, 'organization_id', format('%s.organization_i
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
-                  'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
+                  'machine_event_seen', 'machine_timer']) AS t;
 -- Columns whose NULL would break an invariant the functions rely on.
 SELECT col_not_null('flowforge', 'task_run', 'fencing_token', 'task_run.fencing_token is NOT NULL');
 SELECT col_not_null('flowforge', 'task_run', 'state', 'task_run.state is NOT NULL');
@@ -201,6 +250,20 @@ FROM (VALUES ('work_item', 'fencing_token'), ('work_item', 'status'), ('work_ite
              ('setting', 'agent_timeout'), ('setting', 'duty_lease')) AS x(t, c);
 SELECT col_is_null('flowforge', 'work_item', 'lease_expires_at', 'work_item.lease_expires_at is nullable (no lease unless dispatched)');
 SELECT col_is_null('flowforge', 'engine_run', 'ended_at', 'engine_run.ended_at is nullable (NULL while the run lives)');
+SELECT col_not_null('flowforge', t, c, format('%s.%s is NOT NULL', t, c))
+FROM (VALUES ('machine_run', 'run_id'), ('machine_run', 'definition_id'), ('machine_run', 'state'),
+             ('machine_run', 'context'), ('machine_run', 'status'), ('machine_run', 'transitions'),
+             ('machine_run', 'history_length'), ('machine_run', 'next_event_seq'), ('machine_run', 'input'),
+             ('machine_run', 'started_at'), ('machine_transition', 'n'), ('machine_transition', 'cause'),
+             ('machine_transition', 'outcome'), ('machine_transition', 'created_at'), ('machine_event_queue', 'event'),
+             ('machine_event_queue', 'payload'), ('machine_event_queue', 'received_at'), ('machine_timer', 'entered'),
+             ('machine_timer', 'target'), ('machine_timer', 'delay'), ('machine_timer', 'fire_at')) AS x(t, c);
+SELECT col_is_null('flowforge', t, c, format('%s.%s is nullable (%s)', t, c, why))
+FROM (VALUES ('machine_run', 'action_item_id', 'set only while an action runs'),
+             ('machine_run', 'finished_at', 'NULL while the run lives'),
+             ('machine_transition', 'event', 'only an event''s entry names one'),
+             ('machine_transition', 'to_state', 'a refusal or a stop enters no state'),
+             ('task', 'spec', 'only a machine''s states carry one')) AS x(t, c, why);
 
 -- ---------------------------------------------------------------------------
 -- Primary keys
@@ -209,7 +272,8 @@ SELECT has_pk('flowforge', t, format('%s has a primary key', t))
 FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency',
                   'scheduled_trigger', 'workflow_run', 'task_run', 'idempotency_key', 'outbox_message',
                   'task_run_event', 'queue', 'setting', 'api_key_usage', 'server_secret', 'engine_run', 'work_item',
-                  'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit', 'graph_edge']) AS t;
+                  'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
+                  'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer']) AS t;
 SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id']::name[],
                  'task_dependency is keyed by the edge (task_id, depends_on_task_id)');
 SELECT col_is_pk('flowforge', 'idempotency_key', ARRAY['organization_id', 'key']::name[],
@@ -225,6 +289,14 @@ SELECT col_is_pk('flowforge', 'graph_step', ARRAY['run_id', 'step']::name[], 'gr
 SELECT col_is_pk('flowforge', 'graph_visit', ARRAY['run_id', 'node']::name[], 'graph_visit is keyed by (run_id, node): one counter per node');
 SELECT col_is_pk('flowforge', 'graph_edge', ARRAY['from_task_id', 'position']::name[],
                  'graph_edge is keyed by (from_task_id, position): a node''s edges in the order they are tried');
+SELECT col_is_pk('flowforge', t, 'id', format('%s is keyed by id', t))
+FROM unnest(ARRAY['machine_run', 'machine_timer']) AS t;
+SELECT col_is_pk('flowforge', 'machine_transition', ARRAY['run_id', 'n']::name[],
+                 'machine_transition is keyed by (run_id, n): one entry per place in the history');
+SELECT col_is_pk('flowforge', 'machine_event_queue', ARRAY['run_id', 'seq']::name[],
+                 'machine_event_queue is keyed by (run_id, seq): the arrival order');
+SELECT col_is_pk('flowforge', 'machine_event_seen', ARRAY['run_id', 'event_id']::name[],
+                 'machine_event_seen is keyed by (run_id, event_id): one row per event id a run has seen');
 
 -- ---------------------------------------------------------------------------
 -- Foreign keys: each one, then the full set with its delete rule
@@ -268,10 +340,16 @@ SELECT fk_ok('flowforge', 'graph_edge', 'from_task_id', 'flowforge', 'task', 'id
 SELECT fk_ok('flowforge', 'graph_edge', 'to_task_id', 'flowforge', 'task', 'id');
 -- A binding names its agent by name, within the organization (other tables store the name, never the id).
 SELECT fk_ok('flowforge', 'affinity_binding', ARRAY['organization_id', 'agent_id'], 'flowforge', 'agent', ARRAY['organization_id', 'name']);
+-- 0017: a machine run keeps its tenant and definition; its queue, seen ids and timers hang off it.
+SELECT fk_ok('flowforge', 'machine_run', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'machine_run', 'definition_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', t, ARRAY['organization_id', 'run_id'], 'flowforge', 'machine_run', ARRAY['organization_id', 'run_id'])
+FROM unnest(ARRAY['machine_event_queue', 'machine_event_seen', 'machine_timer']) AS t;
+SELECT hasnt_fk('flowforge', 'machine_transition', 'machine_transition has no foreign key (history outlives runs, like task_run_event)');
 
 -- The exact set of foreign keys, with ON DELETE rule (c = CASCADE, r = RESTRICT)
--- and deferrability. task_run_event deliberately has no FK to task_run or
--- workflow_run: history outlives purges of the runs it describes. work_item.run_id
+-- and deferrability. task_run_event and machine_transition deliberately have no
+-- FK: history outlives purges of the runs it describes. work_item.run_id
 -- and engine_run.run_id name a run of any engine, so they reference no one engine's table.
 SELECT results_eq(
     $$SELECT conrelid::regclass::text, conname::text COLLATE "default", confdeltype::text, condeferrable, condeferred
@@ -297,6 +375,11 @@ SELECT results_eq(
              ('flowforge.graph_visit',       'graph_visit_run_fkey',                'c', false, false),
              ('flowforge.idempotency_key',   'idempotency_key_organization_fkey',   'c', false, false),
              ('flowforge.idempotency_key',   'idempotency_key_run_fkey',            'c', true,  true),
+             ('flowforge.machine_event_queue', 'machine_event_queue_run_fkey',      'c', false, false),
+             ('flowforge.machine_event_seen', 'machine_event_seen_run_fkey',        'c', false, false),
+             ('flowforge.machine_run',       'machine_run_definition_fkey',         'r', false, false),
+             ('flowforge.machine_run',       'machine_run_organization_fkey',       'r', false, false),
+             ('flowforge.machine_timer',     'machine_timer_run_fkey',              'c', false, false),
              ('flowforge.membership',        'membership_organization_fkey',        'c', false, false),
              ('flowforge.outbox_message',    'outbox_message_organization_fkey',    'r', false, false),
              ('flowforge.outbox_message',    'outbox_message_task_run_fkey',        'c', false, false),
@@ -384,6 +467,38 @@ SELECT col_hasnt_default('flowforge', 'engine', 'status', 'engine.status has no 
 SELECT col_default_is('flowforge', 'graph_run', 'steps', 0::bigint, 'graph_run.steps defaults to 0');
 SELECT col_default_is('flowforge', 'graph_run', 'state', '{}'::jsonb, 'graph_run.state defaults to {}');
 SELECT col_hasnt_default('flowforge', 'graph_run', 'status', 'graph_run.status has no default');
+-- 0017: time-ordered ids; counters start at zero (the first queued event is 1); times come from the writer's clock.
+SELECT col_default_is('flowforge', t, 'id', 'flowforge.uuid7()', format('%s.id defaults to flowforge.uuid7() (time-ordered)', t))
+FROM unnest(ARRAY['machine_run', 'machine_timer']) AS t;
+SELECT col_default_is('flowforge', 'machine_run', 'created_at', 'now()', 'machine_run.created_at defaults to now()');
+SELECT col_default_is('flowforge', 'machine_run', 'context', '{}'::jsonb, 'machine_run.context defaults to {}');
+SELECT col_default_is('flowforge', 'machine_run', 'input', '{}'::jsonb, 'machine_run.input defaults to {}');
+SELECT col_default_is('flowforge', 'machine_run', 'transitions', 0::bigint, 'machine_run.transitions defaults to 0');
+SELECT col_default_is('flowforge', 'machine_run', 'history_length', 0::bigint, 'machine_run.history_length defaults to 0');
+SELECT col_default_is('flowforge', 'machine_run', 'next_event_seq', 1::bigint, 'machine_run.next_event_seq defaults to 1');
+SELECT col_default_is('flowforge', 'machine_event_queue', 'payload', '{}'::jsonb, 'machine_event_queue.payload defaults to {}');
+SELECT col_hasnt_default('flowforge', t, c, format('%s.%s has no default: %s', t, c, why))
+FROM (VALUES ('machine_run', 'status', 'the writer decides'),
+             ('machine_run', 'started_at', 'the writer''s clock (flowforge.now()) decides'),
+             ('machine_transition', 'created_at', 'the writer''s clock (flowforge.now()) decides'),
+             ('machine_event_queue', 'received_at', 'the writer''s clock (flowforge.now()) decides'),
+             ('machine_event_seen', 'seen_at', 'the writer''s clock (flowforge.now()) decides'),
+             ('machine_timer', 'fire_at', 'the writer''s clock (flowforge.now()) decides'),
+             ('task', 'spec', 'only a machine''s states carry one')) AS x(t, c, why);
+-- The seed's live and suspended, derived so they can never disagree with the
+-- status and the action they summarise; the only generated columns of the schema.
+SELECT results_eq(
+    $$SELECT a.attrelid::regclass::text, a.attname::text COLLATE "default", a.attgenerated::text COLLATE "default",
+             pg_get_expr(d.adbin, d.adrelid) COLLATE "default"
+      FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+      LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated <> ''
+      ORDER BY 1, 2$$,
+    $$VALUES ('flowforge.machine_run', 'live', 's', '((status)::text = ''running''::text)'),
+             ('flowforge.machine_run', 'suspended', 's', '(action_item_id IS NOT NULL)')$$,
+    'machine_run.live (status = running) and .suspended (action_item_id IS NOT NULL) are GENERATED ALWAYS ... STORED, '
+    'and are the schema''s only generated columns'
+);
 SELECT is(
     (SELECT attidentity::text FROM pg_attribute
      WHERE attrelid = 'flowforge.task_run_event'::regclass AND attname = 'seq'),
