@@ -27,6 +27,8 @@ DROP FUNCTION IF EXISTS flowforge._dispatch_due(integer, timestamptz);
 -- _enqueue_work(..., p_node flowforge.task, ...) -> _enqueue_work(..., p_task_id, p_task_name, ...): an argument of a
 -- table's row type made the table undroppable by a migration's rollback (issue 14).
 DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, flowforge.task, jsonb, text, timestamptz, uuid);
+-- ... and gained the fan-out child's checkpoint, generation and element (issue 15).
+DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, uuid, text, jsonb, text, timestamptz, uuid);
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the

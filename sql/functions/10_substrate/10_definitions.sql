@@ -153,6 +153,70 @@ COMMENT ON FUNCTION flowforge._spec_unit(jsonb, text) IS
   'backoff, backoff_factor, max_backoff, timeout, description, worker_params, affinity, affinity_policy); FF002 '
   'naming p_label and the field otherwise.';
 
+-- A fanning node's map: {"over": <jsonpath to an array in the node's input>,
+-- "mode": "map" | "foreach", "max_concurrency": 1..10000 (default 100),
+-- "on_item_failure": "fail" | "continue", "tolerated_failures": n | "p%"}.
+-- "fail" with tolerated_failures fails the node once more children than that
+-- failed for good; "continue" tolerates every failure.
+CREATE OR REPLACE FUNCTION flowforge._spec_map(p_map jsonb, p_label text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_field text;
+    v_tolerated jsonb := p_map -> 'tolerated_failures';
+BEGIN
+    IF jsonb_typeof(p_map) IS DISTINCT FROM 'object' THEN
+        PERFORM flowforge._invalid_definition(format(
+            '%s: map must be an object such as {"over": "$.run.images", "mode": "map"}', p_label));
+    END IF;
+    FOR v_field IN SELECT jsonb_object_keys(p_map) LOOP
+        IF v_field NOT IN ('over', 'mode', 'max_concurrency', 'on_item_failure', 'tolerated_failures') THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s, map: unknown field "%s" (known: over, mode, max_concurrency, on_item_failure, tolerated_failures)',
+                p_label, v_field));
+        END IF;
+    END LOOP;
+    IF jsonb_typeof(p_map -> 'over') IS DISTINCT FROM 'string' OR NOT flowforge._is_jsonpath(p_map ->> 'over')
+       OR flowforge._is_jsonpath_predicate(p_map ->> 'over') THEN
+        PERFORM flowforge._invalid_definition(format(
+            '%s, map: over must be a jsonpath to an array in the node''s input, such as "$.run.images", got %s',
+            p_label, coalesce((p_map -> 'over')::text, 'nothing')));
+    END IF;
+    IF p_map ? 'mode' AND (jsonb_typeof(p_map -> 'mode') <> 'string' OR (p_map ->> 'mode') NOT IN ('map', 'foreach')) THEN
+        PERFORM flowforge._invalid_definition(format('%s, map: mode must be "map" or "foreach", got %s', p_label,
+                                                     p_map -> 'mode'));
+    END IF;
+    IF p_map ? 'on_item_failure' AND (jsonb_typeof(p_map -> 'on_item_failure') <> 'string'
+                                      OR (p_map ->> 'on_item_failure') NOT IN ('fail', 'continue')) THEN
+        PERFORM flowforge._invalid_definition(format('%s, map: on_item_failure must be "fail" or "continue", got %s',
+                                                     p_label, p_map -> 'on_item_failure'));
+    END IF;
+    IF v_tolerated IS NOT NULL THEN
+        IF p_map ->> 'on_item_failure' = 'continue' THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s, map: tolerated_failures goes with on_item_failure "fail" ("continue" tolerates every failure)', p_label));
+        END IF;
+        IF NOT ((jsonb_typeof(v_tolerated) = 'number' AND (v_tolerated #>> '{}') ~ '^[0-9]{1,7}$')
+                OR (jsonb_typeof(v_tolerated) = 'string' AND (v_tolerated #>> '{}') ~ '^([0-9]{1,2}(\.[0-9]{1,2})?|100)%$')) THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s, map: tolerated_failures must be a count (0 to 9999999) or a percentage such as "5%%", got %s',
+                p_label, v_tolerated));
+        END IF;
+    END IF;
+    RETURN jsonb_build_object(
+        'over', ((p_map ->> 'over')::jsonpath)::text,
+        'mode', coalesce(p_map ->> 'mode', 'map'),
+        'max_concurrency', flowforge._spec_integer(coalesce(p_map -> 'max_concurrency', '100'),
+                                                   format('%s, map: max_concurrency', p_label), 1, 10000),
+        'on_item_failure', coalesce(p_map ->> 'on_item_failure', 'fail'))
+        || CASE WHEN v_tolerated IS NOT NULL THEN jsonb_build_object('tolerated_failures', v_tolerated) ELSE '{}' END;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._spec_map(jsonb, text) IS
+  'Internal: validates and normalizes a fanning node''s map (over, mode, max_concurrency, on_item_failure, '
+  'tolerated_failures); FF002 naming p_label and the field otherwise.';
+
 -- Is this text a jsonpath PostgreSQL can parse?
 CREATE OR REPLACE FUNCTION flowforge._is_jsonpath(p_text text) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE
@@ -169,6 +233,30 @@ EXCEPTION WHEN syntax_error OR data_exception OR feature_not_supported THEN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._is_jsonpath(text) IS 'Internal: true when p_text parses as a jsonpath.';
+
+-- Is this jsonpath a predicate (true / false / unknown) rather than a path to
+-- values? A predicate yields exactly one boolean (or null, "unknown") however
+-- little the document holds; a path yields values, or nothing.
+CREATE OR REPLACE FUNCTION flowforge._is_jsonpath_predicate(p_text text) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_results jsonb[];
+BEGIN
+    IF NOT flowforge._is_jsonpath(p_text) THEN
+        RETURN false;
+    END IF;
+    SELECT array_agg(r) INTO v_results
+    FROM jsonb_path_query('{"output": {}, "state": {}, "visits": {}, "event": {}, "context": {}}', p_text::jsonpath,
+                          silent => true) AS r;
+    -- A path that finds nothing aggregates to NULL: that is "not a predicate"
+    -- (false), never NULL, which the caller's NOT would let through.
+    RETURN coalesce(cardinality(v_results) = 1 AND jsonb_typeof(v_results[1]) IN ('boolean', 'null'), false);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._is_jsonpath_predicate(text) IS
+  'Internal: true when p_text is a jsonpath predicate (yields one boolean or unknown), not a path to values.';
 
 CREATE OR REPLACE FUNCTION flowforge.define_workflow(spec jsonb) RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER

@@ -57,8 +57,11 @@ $$;
 COMMENT ON FUNCTION flowforge._record_run_reopened(uuid, uuid, timestamptz) IS
   'Internal: a retried run is live again — clears the directory row''s ended_at.';
 
--- Lock order for the engines whose units are work items: the directory row
--- first (one lock every such engine shares), then the engine's own rows.
+-- A run's lock, taken first by every writer of the run (lock order: the run,
+-- then its units). A DAG run's is its workflow_run row — what claim, complete
+-- and cancel_run take — so a fan-out child of a DAG run, a work item, queues
+-- behind the same lock as the DAG's own tasks; every other engine's is its
+-- directory row.
 CREATE OR REPLACE FUNCTION flowforge._lock_run(p_org uuid, p_run_id uuid) RETURNS text
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -67,14 +70,45 @@ DECLARE
 BEGIN
     SELECT e.engine_kind INTO v_engine
     FROM flowforge.engine_run e
-    WHERE e.organization_id = p_org AND e.run_id = p_run_id
-    FOR NO KEY UPDATE;
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id;
+    IF v_engine = 'dag' THEN
+        PERFORM 1 FROM flowforge.workflow_run r WHERE r.id = p_run_id AND r.organization_id = p_org FOR NO KEY UPDATE;
+    ELSIF v_engine IS NOT NULL THEN
+        PERFORM 1 FROM flowforge.engine_run e
+        WHERE e.organization_id = p_org AND e.run_id = p_run_id
+        FOR NO KEY UPDATE;
+    END IF;
     RETURN v_engine;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._lock_run(uuid, uuid) IS
-  'Internal: locks (FOR NO KEY UPDATE) the directory row of run p_run_id and returns its engine kind; NULL when '
-  'there is no such run in p_org.';
+  'Internal: locks (FOR NO KEY UPDATE) run p_run_id — its workflow_run row for a DAG, its directory row otherwise — '
+  'and returns its engine kind; NULL when there is no such run in p_org.';
+
+-- The same lock, without waiting: the periodic duties leave a busy run for the next tick.
+CREATE OR REPLACE FUNCTION flowforge._try_lock_run(p_org uuid, p_run_id uuid) RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_engine text;
+BEGIN
+    SELECT e.engine_kind INTO v_engine
+    FROM flowforge.engine_run e
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id;
+    IF v_engine = 'dag' THEN
+        PERFORM 1 FROM flowforge.workflow_run r WHERE r.id = p_run_id AND r.organization_id = p_org
+        FOR NO KEY UPDATE SKIP LOCKED;
+    ELSE
+        PERFORM 1 FROM flowforge.engine_run e
+        WHERE e.organization_id = p_org AND e.run_id = p_run_id
+        FOR NO KEY UPDATE SKIP LOCKED;
+    END IF;
+    RETURN FOUND;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._try_lock_run(uuid, uuid) IS
+  'Internal: _lock_run with SKIP LOCKED — true when run p_run_id of p_org is now locked by this transaction, false '
+  'when another holds it (or there is no such run).';
 
 CREATE OR REPLACE FUNCTION flowforge.resolve_run(run_id uuid) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER

@@ -12,6 +12,10 @@
 -- A CASE with no ELSE raises case_not_found (SQLSTATE 20000) for a kind no
 -- branch names: a FlowForge bug, and it must be loud.
 --
+-- The kind 'fanout' is not an engine: a fan-out child (a work item with a
+-- checkpoint) reports to its fan-out, whichever engine owns the run; the
+-- worker protocol names it so when it reads the item (_unit_kind).
+--
 -- Arguments: the engine kind, the run, the unit of work (a task_run id for a
 -- DAG task, a work_item id otherwise), the definition node it instantiates (a
 -- task row), and the transaction time. They are called with the run already
@@ -28,6 +32,8 @@ BEGIN
         WHEN 'dag' THEN PERFORM flowforge._dag_task_succeeded(p_run_id, p_node_id, p_now);
         WHEN 'graph' THEN PERFORM flowforge._graph_item_succeeded(p_run_id, p_unit_id, p_now);
         WHEN 'statemachine' THEN PERFORM flowforge._machine_item_succeeded(p_run_id, p_unit_id, p_now);
+        -- A fan-out child's fate is its fan-out's, whatever engine owns the run.
+        WHEN 'fanout' THEN PERFORM flowforge._fanout_child_settled(p_unit_id, true, p_now);
     END CASE;
 END;
 $$;
@@ -45,6 +51,7 @@ BEGIN
         WHEN 'dag' THEN PERFORM flowforge._dag_task_failed_for_good(p_run_id, p_node_id, p_now);
         WHEN 'graph' THEN PERFORM flowforge._graph_item_failed(p_run_id, p_unit_id, p_now);
         WHEN 'statemachine' THEN PERFORM flowforge._machine_item_failed(p_run_id, p_unit_id, p_now);
+        WHEN 'fanout' THEN PERFORM flowforge._fanout_child_settled(p_unit_id, false, p_now);
     END CASE;
 END;
 $$;
@@ -61,7 +68,7 @@ BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._tasks_ready(p_run_id, p_now);
         -- A retried item is picked up when its backoff ends (workers poll; tick wakes nobody for it).
-        WHEN 'graph', 'statemachine' THEN PERFORM flowforge._notify_ready();
+        WHEN 'graph', 'statemachine', 'fanout' THEN PERFORM flowforge._notify_ready();
     END CASE;
 END;
 $$;

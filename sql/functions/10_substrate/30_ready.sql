@@ -26,6 +26,12 @@ CREATE OR REPLACE FUNCTION flowforge._tasks_ready(p_run_id uuid, p_now timestamp
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
+    -- Fanning tasks fan out rather than wait for a worker (one probe of
+    -- idx_taskrun_fanout_ready, nearly always empty).
+    IF EXISTS (SELECT 1 FROM flowforge.task_run tr WHERE tr.workflow_run_id = p_run_id AND tr.state = 'ready'
+                                                     AND tr.fans_out) THEN
+        PERFORM flowforge._dag_fan_out(p_run_id, p_now);
+    END IF;
     -- Pull-only deployments pay one probe of an empty partial index and nothing more.
     IF NOT EXISTS (SELECT 1 FROM flowforge.queue q WHERE q.exchange IS NOT NULL) THEN
         PERFORM flowforge._notify_ready();
@@ -39,5 +45,6 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._tasks_ready(uuid, timestamptz) IS
-  'Internal: tasks of run p_run_id became ready — dispatch the due ones of push queues (outbox rows, NOTIFY '
-  'flowforge_outbox) and NOTIFY flowforge_ready when due ready work is left for pull workers.';
+  'Internal: tasks of run p_run_id became ready — fanning ones fan out, the due ones of push queues are dispatched '
+  '(outbox rows, NOTIFY flowforge_outbox), and NOTIFY flowforge_ready goes out when due ready work is left for pull '
+  'workers.';

@@ -16,10 +16,14 @@
 
 -- A new unit of work for a run, from its definition node (a task row). The
 -- node is passed by id, not as a row: an argument of the table's row type
--- would make the table undroppable by a migration's rollback.
+-- would make the table undroppable by a migration's rollback. A fan-out
+-- child names its checkpoint, generation and element.
 CREATE OR REPLACE FUNCTION flowforge._enqueue_work(p_org uuid, p_engine text, p_run_id uuid, p_task_id uuid,
                                                    p_task_name text, p_payload jsonb, p_affinity_key text,
-                                                   p_now timestamptz, p_parent_work_item_id uuid DEFAULT NULL)
+                                                   p_now timestamptz, p_parent_work_item_id uuid DEFAULT NULL,
+                                                   p_checkpoint_id uuid DEFAULT NULL,
+                                                   p_checkpoint_generation integer DEFAULT NULL,
+                                                   p_item_index integer DEFAULT NULL)
 RETURNS uuid
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -29,22 +33,32 @@ BEGIN
     INSERT INTO flowforge.work_item (organization_id, engine_kind, parent_work_item_id, run_id, task_id, task_name,
                                      queue, worker_params, payload, status, priority, next_attempt_at, max_retries,
                                      backoff, backoff_factor, max_backoff, timeout, affinity_key, affinity_policy,
-                                     created_at, created_by)
+                                     checkpoint_id, checkpoint_generation, item_index, created_at, created_by)
     SELECT p_org, p_engine, p_parent_work_item_id, p_run_id, t.id, p_task_name, t.queue, t.worker_params, p_payload,
            'pending', t.priority, p_now, t.max_attempts - 1, t.backoff, t.backoff_factor, t.max_backoff, t.timeout,
-           p_affinity_key, CASE WHEN p_affinity_key IS NOT NULL THEN t.affinity_policy END, p_now, flowforge._actor()
+           p_affinity_key, CASE WHEN p_affinity_key IS NOT NULL THEN t.affinity_policy END, p_checkpoint_id,
+           p_checkpoint_generation, p_item_index, p_now, flowforge._actor()
     FROM flowforge.task t WHERE t.id = p_task_id
     RETURNING id INTO STRICT v_id;
     PERFORM flowforge._append_events(p_org, p_run_id, 'created', ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY['pending'],
-                                     ARRAY[0::bigint], ARRAY[1], ARRAY[NULL::jsonb], p_now, ARRAY[v_id]);
+                                     ARRAY[0::bigint], ARRAY[1],
+                                     ARRAY[CASE WHEN p_item_index IS NOT NULL THEN jsonb_build_object('index', p_item_index) END],
+                                     p_now, ARRAY[v_id]);
     PERFORM flowforge._notify_ready();
     RETURN v_id;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._enqueue_work(uuid, text, uuid, uuid, text, jsonb, text, timestamptz, uuid) IS
+COMMENT ON FUNCTION flowforge._enqueue_work(uuid, text, uuid, uuid, text, jsonb, text, timestamptz, uuid, uuid, integer, integer) IS
   'Internal: a pending work item named p_task_name of engine p_engine for run p_run_id, carrying node p_task_id''s '
-  'queue, priority, retry policy, timeout, selectors and (with p_affinity_key) affinity; event created, NOTIFY '
-  'flowforge_ready. Returns its id.';
+  'queue, priority, retry policy, timeout, selectors and (with p_affinity_key) affinity — for a fan-out child, its '
+  'checkpoint, generation and element index; event created, NOTIFY flowforge_ready. Returns its id.';
+
+-- Who reacts to a work item's fate: its engine, or — for a fan-out child — its fan-out.
+CREATE OR REPLACE FUNCTION flowforge._unit_kind(p_engine text, p_checkpoint_id uuid) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT CASE WHEN p_checkpoint_id IS NULL THEN p_engine ELSE 'fanout' END $$;
+COMMENT ON FUNCTION flowforge._unit_kind(text, uuid) IS
+  'Internal: the hook kind of a work item — its engine kind, or fanout for a fan-out child (it has a checkpoint).';
 
 CREATE OR REPLACE FUNCTION flowforge.claim_work(queues text[], agent text, lease interval DEFAULT '30 seconds',
                                                 batch integer DEFAULT 1, engine_kinds text[] DEFAULT NULL,
@@ -223,7 +237,8 @@ BEGIN
       AND w.fencing_token = complete_work.fencing_token
       AND w.status = 'dispatched'
       AND w.organization_id = v_org
-    RETURNING w.run_id, w.engine_kind, w.task_id, w.retry_count INTO v_item;
+    RETURNING w.run_id, flowforge._unit_kind(w.engine_kind, w.checkpoint_id) AS engine_kind, w.task_id, w.retry_count
+    INTO v_item;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_item_write(complete_work.work_item_id, complete_work.fencing_token, 'complete_work');
     END IF;
@@ -277,7 +292,8 @@ BEGIN
       AND w.fencing_token = fail_work.fencing_token
       AND w.status = 'dispatched'
       AND w.organization_id = v_org
-    RETURNING w.run_id, w.engine_kind, w.task_id, w.status, w.retry_count, w.next_attempt_at INTO v_item;
+    RETURNING w.run_id, flowforge._unit_kind(w.engine_kind, w.checkpoint_id) AS engine_kind, w.task_id, w.status,
+              w.retry_count, w.next_attempt_at INTO v_item;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_item_write(fail_work.work_item_id, fail_work.fencing_token, 'fail_work');
     END IF;

@@ -107,7 +107,7 @@ BEGIN
         FOR v_field IN SELECT jsonb_object_keys(v_task) LOOP
             IF v_field NOT IN ('key', 'depends_on', 'queue', 'priority', 'max_attempts', 'backoff',
                                'backoff_factor', 'max_backoff', 'timeout', 'description', 'worker_params',
-                               'affinity', 'affinity_policy') THEN
+                               'affinity', 'affinity_policy', 'map') THEN
                 PERFORM flowforge._invalid_definition(format('task "%s": unknown field "%s"', v_key, v_field));
             END IF;
         END LOOP;
@@ -130,6 +130,9 @@ BEGIN
 
         v_out := jsonb_build_object('key', v_key, 'depends_on', coalesce(v_task -> 'depends_on', '[]'))
                  || flowforge._spec_unit(v_task, format('task "%s"', v_key));
+        IF v_task ? 'map' THEN
+            v_out := v_out || jsonb_build_object('map', flowforge._spec_map(v_task -> 'map', format('task "%s"', v_key)));
+        END IF;
         v_tasks := v_tasks || v_out;
         v_deps := v_deps || jsonb_build_object(v_key, v_out -> 'depends_on');
     END LOOP;
@@ -188,11 +191,12 @@ AS $$
 BEGIN
     INSERT INTO flowforge.task (organization_id, workflow_id, key, queue, priority, max_attempts, backoff,
                                 backoff_factor, max_backoff, timeout, dependency_count, worker_params, affinity,
-                                affinity_policy, created_at)
+                                affinity_policy, spec, created_at)
     SELECT p_org, p_workflow_id, t ->> 'key', t ->> 'queue', (t ->> 'priority')::integer, (t ->> 'max_attempts')::integer,
            (t ->> 'backoff')::interval, (t ->> 'backoff_factor')::numeric, (t ->> 'max_backoff')::interval,
            (t ->> 'timeout')::interval, jsonb_array_length(t -> 'depends_on'), t -> 'worker_params', t ->> 'affinity',
-           coalesce(t ->> 'affinity_policy', 'soft'), p_now
+           coalesce(t ->> 'affinity_policy', 'soft'),
+           CASE WHEN t ? 'map' THEN jsonb_build_object('map', t -> 'map') END, p_now
     FROM jsonb_array_elements(p_spec -> 'tasks') AS t;
 
     INSERT INTO flowforge.task_dependency (organization_id, workflow_id, task_id, depends_on_task_id)
@@ -204,4 +208,5 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._dag_define_tasks(uuid, uuid, jsonb, timestamptz) IS
-  'Internal (dag hook): inserts the task rows and dependency edges of a new DAG version from its normalized spec.';
+  'Internal (dag hook): inserts the task rows (a fanning task''s map in task.spec) and dependency edges of a new DAG '
+  'version from its normalized spec.';

@@ -28,12 +28,13 @@ BEGIN
     WITH created AS (
         INSERT INTO flowforge.task_run (organization_id, workflow_run_id, task_id, task_key, queue, priority, state,
                                         max_attempts, timeout, ready_at, remaining_deps, worker_params, affinity_key,
-                                        affinity_policy, created_at)
+                                        affinity_policy, fans_out, created_at)
         SELECT p_org, p_run_id, t.id, t.key, t.queue, t.priority,
                CASE WHEN t.dependency_count = 0 THEN 'ready' ELSE 'pending' END,
                t.max_attempts, t.timeout,
                CASE WHEN t.dependency_count = 0 THEN p_now END,
-               t.dependency_count, t.worker_params, a.key, CASE WHEN a.key IS NOT NULL THEN t.affinity_policy END, p_now
+               t.dependency_count, t.worker_params, a.key, CASE WHEN a.key IS NOT NULL THEN t.affinity_policy END,
+               coalesce(t.spec ? 'map', false), p_now
         FROM flowforge.task t
         CROSS JOIN LATERAL (SELECT flowforge._affinity_key(t.affinity, p_run_id, p_spec ->> 'name',
                                                             jsonb_build_object('run', p_input)) AS key) a
@@ -104,6 +105,10 @@ BEGIN
             array_fill(NULL::jsonb, ARRAY[cardinality(v_ids)]), p_now);
     END IF;
 
+    -- Fan-out children are work items: cancelled too, their holders refused (FF004).
+    PERFORM flowforge._cancel_run_items(p_org, p_run_id, p_now);
+    PERFORM flowforge._fanout_run_cancelled(p_org, p_run_id, p_now);
+
     UPDATE flowforge.workflow_run r
     SET state = 'cancelled', finished_at = p_now, tasks_remaining = 0, reason = p_reason
     WHERE r.id = p_run_id;
@@ -114,8 +119,9 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._dag_cancel_run(uuid, uuid, text, timestamptz) IS
-  'Internal (dag hook): the run and every unfinished task run become cancelled; running tasks get a new fencing '
-  'token. Events: cancelled per task, run_cancelled. Errors: FF005 the run already finished.';
+  'Internal (dag hook): the run, every unfinished task run and every open fan-out child become cancelled; running '
+  'tasks and dispatched children get a new fencing token. Events: cancelled per task and child, run_cancelled. '
+  'Errors: FF005 the run already finished.';
 
 CREATE OR REPLACE FUNCTION flowforge._dag_retry_run(p_org uuid, p_run_id uuid, p_now timestamptz)
 RETURNS void

@@ -21,7 +21,9 @@ BEGIN
                                                     FROM flowforge.task_dependency td
                                                     JOIN flowforge.task up ON up.id = td.depends_on_task_id
                                                     WHERE td.task_id = tr.task_id),
-                                     'started_at', tr.started_at, 'finished_at', tr.finished_at)
+                                     'started_at', tr.started_at, 'finished_at', tr.finished_at,
+                                     'fan_out', CASE WHEN tr.fans_out
+                                                     THEN flowforge._fanout_detail(p_org, r.id, tr.task_key) END)
                                  ORDER BY tr.created_at, tr.task_key), '[]'::jsonb)
                              FROM flowforge.task_run tr WHERE tr.workflow_run_id = r.id))
         FROM flowforge.workflow_run r
@@ -30,4 +32,5 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._dag_run_detail(uuid, uuid) IS
-  'Internal (dag hook): get_run''s view of a DAG run — the run and every task run.';
+  'Internal (dag hook): get_run''s view of a DAG run — the run and every task run (a fanning one with its fan_out '
+  'progress).';

@@ -9,30 +9,6 @@
 -- tried in definition order among its node's edges, with an optional jsonpath
 -- predicate over {"output", "state", "visits"}.
 
--- Is this jsonpath a predicate (true / false / unknown) rather than a path to
--- values? A predicate yields exactly one boolean (or null, "unknown") however
--- little the document holds; a path yields values, or nothing.
-CREATE OR REPLACE FUNCTION flowforge._is_jsonpath_predicate(p_text text) RETURNS boolean
-LANGUAGE plpgsql IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_results jsonb[];
-BEGIN
-    IF NOT flowforge._is_jsonpath(p_text) THEN
-        RETURN false;
-    END IF;
-    SELECT array_agg(r) INTO v_results
-    FROM jsonb_path_query('{"output": {}, "state": {}, "visits": {}, "event": {}, "context": {}}', p_text::jsonpath,
-                          silent => true) AS r;
-    -- A path that finds nothing aggregates to NULL: that is "not a predicate"
-    -- (false), never NULL, which the caller's NOT would let through.
-    RETURN coalesce(cardinality(v_results) = 1 AND jsonb_typeof(v_results[1]) IN ('boolean', 'null'), false);
-END;
-$$;
-COMMENT ON FUNCTION flowforge._is_jsonpath_predicate(text) IS
-  'Internal: true when p_text is a jsonpath predicate (yields one boolean or unknown), not a path to values.';
-
 CREATE OR REPLACE FUNCTION flowforge._normalize_graph_spec(p_spec jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
@@ -117,7 +93,7 @@ BEGIN
             FOR v_field IN SELECT jsonb_object_keys(v_node) LOOP
                 IF v_field NOT IN ('key', 'final', 'queue', 'priority', 'max_attempts', 'backoff', 'backoff_factor',
                                    'max_backoff', 'timeout', 'description', 'max_visits', 'worker_params', 'affinity',
-                                   'affinity_policy') THEN
+                                   'affinity_policy', 'map') THEN
                     PERFORM flowforge._invalid_definition(format('node "%s": unknown field "%s"', v_key, v_field));
                 END IF;
             END LOOP;
@@ -126,6 +102,9 @@ BEGIN
             IF v_node ? 'max_visits' THEN
                 v_out := v_out || jsonb_build_object('max_visits', flowforge._spec_integer(
                     v_node -> 'max_visits', format('node "%s": max_visits', v_key), 1, 100000));
+            END IF;
+            IF v_node ? 'map' THEN
+                v_out := v_out || jsonb_build_object('map', flowforge._spec_map(v_node -> 'map', format('node "%s"', v_key)));
             END IF;
         END IF;
         v_nodes := v_nodes || v_out;
@@ -221,12 +200,13 @@ AS $$
 BEGIN
     INSERT INTO flowforge.task (organization_id, workflow_id, key, queue, priority, max_attempts, backoff,
                                 backoff_factor, max_backoff, timeout, dependency_count, max_visits, is_final,
-                                worker_params, affinity, affinity_policy, created_at)
+                                worker_params, affinity, affinity_policy, spec, created_at)
     SELECT p_org, p_workflow_id, n ->> 'key', coalesce(n ->> 'queue', 'default'), coalesce((n ->> 'priority')::integer, 0),
            coalesce((n ->> 'max_attempts')::integer, 1), coalesce((n ->> 'backoff')::interval, interval '1 second'),
            coalesce((n ->> 'backoff_factor')::numeric, 2), coalesce((n ->> 'max_backoff')::interval, interval '10 minutes'),
            (n ->> 'timeout')::interval, 0, (n ->> 'max_visits')::integer, (n ->> 'final')::boolean,
-           n -> 'worker_params', n ->> 'affinity', coalesce(n ->> 'affinity_policy', 'soft'), p_now
+           n -> 'worker_params', n ->> 'affinity', coalesce(n ->> 'affinity_policy', 'soft'),
+           CASE WHEN n ? 'map' THEN jsonb_build_object('map', n -> 'map') END, p_now
     FROM jsonb_array_elements(p_spec -> 'nodes') AS n;
 
     INSERT INTO flowforge.graph_edge (organization_id, workflow_id, from_task_id, position, to_task_id, condition)

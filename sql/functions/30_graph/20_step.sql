@@ -67,10 +67,13 @@ BEGIN
     ON CONFLICT ON CONSTRAINT graph_visit_pkey DO UPDATE SET visits = v.visits + 1
     RETURNING v.visits INTO v_visits;
     IF NOT v_node.is_final THEN
+        -- A fanning node's own item is held by the engine; its children carry affinity.
         v_item := flowforge._enqueue_work(p_org, 'graph', p_run_id, v_node.id, v_node.key,
             jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visits),
-            flowforge._affinity_key(v_node.affinity, p_run_id, v_run.definition,
-                                    jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visits)),
+            CASE WHEN v_node.spec ? 'map' THEN NULL
+                 ELSE flowforge._affinity_key(v_node.affinity, p_run_id, v_run.definition,
+                                              jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visits))
+            END,
             p_now);
     END IF;
     INSERT INTO flowforge.graph_step (organization_id, run_id, step, node, visit, work_item_id, entered_at)
@@ -78,13 +81,18 @@ BEGIN
     IF v_node.is_final THEN
         PERFORM flowforge._graph_finish(p_org, p_run_id, 'succeeded', format('reached final node "%s"', v_node.key),
                                         NULL, p_now);
+    ELSIF v_node.spec ? 'map' THEN
+        -- After the step is recorded: an empty map completes at once and enters the next node.
+        PERFORM flowforge._graph_fan_out(p_org, p_run_id, v_node.id, v_item, v_visits,
+            jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visits), p_now);
     END IF;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._graph_enter(uuid, uuid, uuid, timestamptz) IS
   'Internal: run p_run_id enters node p_node_id — fails with reason max_visits or max_steps when that bound would be '
   'crossed; otherwise steps + 1, the node''s visit count + 1, a graph_step row, and the node''s work item '
-  '(payload {"state", "node", "visit"}) or, for a final node, the run''s success.';
+  '(payload {"state", "node", "visit"}; a fanning node''s is held by the engine and fans out over that input) or, '
+  'for a final node, the run''s success.';
 
 -- A node's work item completed: merge its output into the run's data, take
 -- the first edge whose condition holds (or that has none), enter its target.
@@ -149,3 +157,34 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge._graph_item_failed(uuid, uuid, timestamptz) IS
   'Internal (graph hook): a node''s work item failed for good — the run fails with the item''s error.';
+
+-- A fanning node fans out over its input (the visit is the checkpoint's
+-- generation: a node entered again fans out afresh; a retry of the same
+-- visit resumes). One that cannot fan out fails for good, and the run with it.
+CREATE OR REPLACE FUNCTION flowforge._graph_fan_out(p_org uuid, p_run_id uuid, p_node_id uuid, p_item_id uuid,
+                                                    p_visit integer, p_input jsonb, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_error text;
+    v_item record;
+BEGIN
+    PERFORM flowforge._fanout_hold_work_item(p_item_id, p_now);
+    v_error := flowforge._fanout_begin(p_org, 'graph', p_run_id, p_node_id, NULL, p_item_id, p_visit, p_input, p_now);
+    IF v_error IS NULL THEN
+        RETURN;
+    END IF;
+    UPDATE flowforge.work_item w
+    SET status = 'failed', error = v_error, completed_at = greatest(p_now, w.dispatched_at), lease_expires_at = NULL
+    WHERE w.id = p_item_id
+    RETURNING w.fencing_token, w.retry_count INTO STRICT v_item;
+    PERFORM flowforge._append_events(p_org, p_run_id, 'failed', ARRAY[NULL::uuid], ARRAY['dispatched'], ARRAY['failed'],
+        ARRAY[v_item.fencing_token], ARRAY[v_item.retry_count + 1],
+        ARRAY[jsonb_build_object('error', left(v_error, 1000), 'retryable', false)], p_now, ARRAY[p_item_id]);
+    PERFORM flowforge._on_task_failed_for_good('graph', p_run_id, p_item_id, p_node_id, p_now);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._graph_fan_out(uuid, uuid, uuid, uuid, integer, jsonb, timestamptz) IS
+  'Internal: the fanning node''s item p_item_id is held by the engine and the node fans out over p_input (checkpoint '
+  'generation p_visit); an input that cannot fan out fails the item for good (retryable false) and so the run.';

@@ -80,6 +80,7 @@ BEGIN
             USING ERRCODE = 'FF005', HINT = 'Only a running run can be cancelled.';
     END IF;
     PERFORM flowforge._cancel_run_items(p_org, p_run_id, p_now);
+    PERFORM flowforge._fanout_run_cancelled(p_org, p_run_id, p_now);
     PERFORM flowforge._graph_finish(p_org, p_run_id, 'cancelled', p_reason, NULL, p_now);
 END;
 $$;
@@ -130,15 +131,23 @@ BEGIN
     -- The same step and visit again (no new step is counted): a new work item for it.
     v_item := flowforge._enqueue_work(p_org, 'graph', p_run_id, v_node.id, v_node.key,
         jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visit),
-        flowforge._affinity_key(v_node.affinity, p_run_id, v_run.definition,
-                                jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visit)),
+        CASE WHEN v_node.spec ? 'map' THEN NULL
+             ELSE flowforge._affinity_key(v_node.affinity, p_run_id, v_run.definition,
+                                          jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visit))
+        END,
         p_now);
     UPDATE flowforge.graph_step s SET work_item_id = v_item
     WHERE s.run_id = p_run_id AND s.step = (SELECT g.steps FROM flowforge.graph_run g
                                             WHERE g.organization_id = p_org AND g.run_id = p_run_id);
+    -- A fanning node resumes its fan-out: the same visit, so the same generation.
+    IF v_node.spec ? 'map' THEN
+        PERFORM flowforge._graph_fan_out(p_org, p_run_id, v_node.id, v_item, v_visit,
+            jsonb_build_object('state', v_run.state, 'node', v_node.key, 'visit', v_visit), p_now);
+    END IF;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._graph_retry_run(uuid, uuid, timestamptz) IS
   'Internal (graph hook): a failed or cancelled graph run goes on from the node it stopped at with a new work item '
-  '(a fresh attempt budget; the step and visit are not counted again). Errors: FF005 the run is not failed or '
+  '(a fresh attempt budget; the step and visit are not counted again; a fanning node resumes its fan-out, its '
+  'succeeded elements kept). Errors: FF005 the run is not failed or '
   'cancelled, or it stopped on its own bound (max_steps, max_visits, no matching edge).';

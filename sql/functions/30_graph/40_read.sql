@@ -15,6 +15,10 @@ BEGIN
                             WHERE s.run_id = g.run_id),
                    'run_counts', (SELECT coalesce(jsonb_object_agg(v.node, v.visits), '{}') FROM flowforge.graph_visit v
                                   WHERE v.run_id = g.run_id),
+                   'fan_outs', (SELECT coalesce(jsonb_object_agg(c.node_name,
+                                                                 flowforge._fanout_detail(p_org, g.run_id, c.node_name)),
+                                                '{}')
+                                FROM flowforge.checkpoint c WHERE c.organization_id = p_org AND c.run_id = g.run_id),
                    'items', (SELECT coalesce(jsonb_agg(jsonb_build_object(
                                      'id', i.id, 'node', i.task_name, 'queue', i.queue, 'status', i.status,
                                      'attempt', i.retry_count + 1, 'max_attempts', i.max_retries + 1,
@@ -33,5 +37,5 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._graph_run_detail(uuid, uuid) IS
-  'Internal (graph hook): get_run''s view of a graph run — status, position, steps, data, path, run_counts and its '
-  '50 most recent work items.';
+  'Internal (graph hook): get_run''s view of a graph run — status, position, steps, data, path, run_counts, the '
+  'progress of its fanning nodes (fan_outs) and its 50 most recent work items.';

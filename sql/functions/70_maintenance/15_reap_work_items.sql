@@ -10,11 +10,8 @@ DECLARE
     v_item record;
 BEGIN
     SELECT w.organization_id, w.run_id INTO v_item FROM flowforge.work_item w WHERE w.id = p_item_id;
-    -- Lock order: the run's directory row first; a busy run is left for the next tick.
-    PERFORM 1 FROM flowforge.engine_run e
-    WHERE e.organization_id = v_item.organization_id AND e.run_id = v_item.run_id
-    FOR NO KEY UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
+    -- Lock order: the run first; a busy run is left for the next tick.
+    IF NOT flowforge._try_lock_run(v_item.organization_id, v_item.run_id) THEN
         RETURN false;
     END IF;
     UPDATE flowforge.work_item w
@@ -30,7 +27,8 @@ BEGIN
         error = CASE WHEN w.dispatched_at + w.timeout <= p_now THEN format('timed out after %s', w.timeout)
                      ELSE format('lease expired (held by %s)', w.leased_by) END
     WHERE w.id = p_item_id AND w.status = 'dispatched' AND w.lease_expires_at < p_now
-    RETURNING w.organization_id, w.run_id, w.engine_kind, w.task_id, w.status, w.retry_count, w.fencing_token,
+    RETURNING w.organization_id, w.run_id, flowforge._unit_kind(w.engine_kind, w.checkpoint_id) AS engine_kind,
+              w.task_id, w.status, w.retry_count, w.fencing_token,
               w.next_attempt_at, w.error, (w.dispatched_at + w.timeout <= p_now) IS TRUE AS timed_out
     INTO v_item;
     IF NOT FOUND THEN
@@ -53,7 +51,7 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._reap_one_item(uuid, timestamptz) IS
-  'Internal: reaps one expired work-item lease under its run''s directory lock (SKIP LOCKED: false when busy) — '
+  'Internal: reaps one expired work-item lease under its run''s lock (SKIP LOCKED: false when busy) — '
   'pending again after backoff or failed for good — with its event and the engine hook.';
 
 CREATE OR REPLACE FUNCTION flowforge._reap_work_items(p_orgs uuid[], p_max integer, p_now timestamptz) RETURNS integer

@@ -21,10 +21,7 @@ BEGIN
         RETURN false;
     END IF;
     -- Busy run (an event, an action's end): a later tick fires it, if it still applies.
-    PERFORM 1 FROM flowforge.engine_run e
-    WHERE e.organization_id = v_timer.organization_id AND e.run_id = v_timer.run_id
-    FOR NO KEY UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
+    IF NOT flowforge._try_lock_run(v_timer.organization_id, v_timer.run_id) THEN
         RETURN false;
     END IF;
     -- Re-read under the lock: an event that committed meanwhile deleted it.
