@@ -13,15 +13,9 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 import uuid
-from pathlib import Path
 from typing import Callable
 
 import pika
@@ -30,26 +24,13 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-AMQP_URL_ENV = "FLOWFORGE_TEST_AMQP_URL"
-DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+from helpers_runtime import amqp_url, daemons, free_port, wait_until  # noqa: F401 - fixtures
+
 PUSH_QUEUE = "pushq"
 DAEMON_APP_PREFIX = "flowforge-daemon"
 
 
 # --- broker -----------------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def amqp_url() -> str:
-    url = os.environ.get(AMQP_URL_ENV) or DEFAULT_AMQP_URL
-    params = pika.URLParameters(url)
-    params.socket_timeout = params.stack_timeout = 5
-    params.connection_attempts = 1
-    try:
-        pika.BlockingConnection(params).close()
-    except (pika.exceptions.AMQPError, OSError) as exc:
-        pytest.fail(f"test RabbitMQ not reachable at {url} ({AMQP_URL_ENV}): {exc!r}", pytrace=False)
-    return url
-
 
 class Received:
     """One delivered message."""
@@ -143,81 +124,6 @@ def broker(amqp_url):
         yield b
     finally:
         b.close()
-
-
-def closed_port() -> int:
-    """A local TCP port nothing listens on (bound, then released)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-# --- the daemon subprocess ------------------------------------------------------------
-
-class DaemonProcess:
-    def __init__(self, dsn: str, amqp_url: str, *args: str):
-        self._log = tempfile.NamedTemporaryFile("w+", prefix="ffdaemon-", suffix=".log", delete=False)
-        self.log_path = Path(self._log.name)
-        cmd = [sys.executable, "-m", "flowforge.cli", "daemon", "--dsn", dsn, "--amqp-url", amqp_url,
-               "--tick-interval", "0.2", "--poll-interval", "1", *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._log, env=os.environ.copy())
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def events(self, name: str) -> list[dict[str, str]]:
-        out = []
-        for line in self.log.splitlines():
-            fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
-            if fields.get("event") == name:
-                out.append(fields)
-        return out
-
-    def wait_for_event(self, name: str, timeout: float = 15) -> None:
-        wait_until(lambda: self.events(name) or self.proc.poll() is not None, timeout, f"daemon event {name}")
-        assert self.events(name), f"daemon exited ({self.proc.returncode}) before {name}:\n{self.log}"
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(timeout=timeout)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def cleanup(self) -> None:
-        self.kill()
-        self._log.close()
-        self.log_path.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def daemons():
-    started: list[DaemonProcess] = []
-
-    def start(dsn: str, amqp_url: str, *args: str) -> DaemonProcess:
-        d = DaemonProcess(dsn, amqp_url, *args)
-        started.append(d)
-        return d
-
-    try:
-        yield start
-    finally:
-        for d in started:
-            d.cleanup()
-
-
-def wait_until(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 # --- the database side ------------------------------------------------------------------
@@ -397,7 +303,7 @@ def test_terminated_database_connections_are_reconnected(migrated_dsn, broker, a
 def test_broker_unreachable_marks_nothing_and_the_backlog_drains_later(migrated_dsn, broker, amqp_url, daemons):
     setup_push(migrated_dsn, broker.exchange)
     start_runs(migrated_dsn, 10)
-    bad_url = f"amqp://guest:guest@127.0.0.1:{closed_port()}/%2F"
+    bad_url = f"amqp://guest:guest@127.0.0.1:{free_port()}/%2F"
     down = daemons(migrated_dsn, bad_url)
     wait_until(lambda: len(down.events("amqp_error")) >= 3, 15, "repeated amqp_error (backoff)")
     start_runs(migrated_dsn, 5)  # more work while the broker is away
