@@ -74,6 +74,11 @@ SELECT p.proname::text AS function, a.name::text, a.mode::text, format_type(a.ty
  WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proargnames IS NOT NULL
 """
 
+# A daemon with no broker says how much push work waits for one.  Read from
+# the inspection view (flowforge_readonly and superusers may; a login that may
+# not is told so once and the daemon goes on without the count).
+OUTBOX_WAITING = "SELECT coalesce(sum(messages), 0)::bigint AS unpublished FROM flowforge.outbox_backlog"
+
 # --- embedded server bootstrap ---------------------------------------------
 
 EMBEDDED_DATABASE_EXISTS = """

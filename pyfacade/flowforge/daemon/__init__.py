@@ -1,4 +1,4 @@
-"""``flowforge daemon``: drains the outbox to RabbitMQ and calls ``tick()``.
+"""``flowforge daemon``: calls ``tick()`` and, with a broker, drains the outbox to RabbitMQ.
 
 The daemon is deliberately thin.  Every rule — which task is dispatched, when
 a lease is reaped, what a retry costs — is SQL; the daemon only moves bytes
@@ -16,7 +16,9 @@ and keeps time:
   refused ids>)``, commit; again while a full batch came back and all of it
   was confirmed;
 * ``SELECT flowforge.tick()`` every ``tick_interval`` (reaper, due retries),
-  even while the broker is down;
+  even while the broker is down — and with no broker configured at all: a
+  pull-only deployment runs the daemon for its periodic duties alone, and
+  push work then waits in the outbox (``no_broker`` says so);
 * bounded exponential backoff (at most ``MAX_BACKOFF`` seconds) for every
   reconnect, logged.
 
@@ -32,7 +34,8 @@ This package's ``Daemon`` is the loop and its connection state; the rest is
 one module each: ``config`` (flags, environment, defaults), ``schema`` (the
 schema check), ``session`` (the bounded work session), ``outbox`` (one drain
 batch), ``timer`` (tick cadence and counts), ``publisher`` (AMQP with
-confirms) and ``log`` (logfmt lines, backoff).
+confirms), ``no_broker`` (push work waiting for a broker) and ``log``
+(logfmt lines, backoff).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from .config import (
     resolve_config,
 )
 from .log import BASE_BACKOFF, MAX_BACKOFF, Backoff, EventLog
+from .no_broker import PushWaiting
 from .outbox import PUBLISH_DEADLINE, OutboxDrain
 from .publisher import Publisher
 from .schema import schema_problem
@@ -83,7 +87,9 @@ class Daemon:
     def __init__(self, config: DaemonConfig, *, log: EventLog | None = None):
         self.config = config
         self.log = log or EventLog()
-        self.publisher = Publisher(config.amqp_url)
+        # No broker: periodic duties only; push work is reported as waiting, never taken.
+        self.publisher = Publisher(config.amqp_url) if config.amqp_url else None
+        self._push_waiting = PushWaiting(self.log)
         self._listen: psycopg.Connection | None = None
         self._work: WorkSession | None = None
         self._listen_backoff = Backoff()
@@ -94,7 +100,8 @@ class Daemon:
         self._need_drain = True
         self._next_poll = 0.0
         self.totals = Counter()
-        self._outbox = OutboxDrain(self.publisher, config.batch_size, self.log, self.totals, self._amqp_backoff)
+        self._outbox = (OutboxDrain(self.publisher, config.batch_size, self.log, self.totals, self._amqp_backoff)
+                        if self.publisher is not None else None)
         self._timer = Timer(config.tick_interval, self.log, self.totals)
 
     # --- lifecycle ------------------------------------------------------------
@@ -116,7 +123,7 @@ class Daemon:
             self._shutdown()
             return EXIT_OK
         self.log("started", pid=os.getpid(), dsn=db.mask_dsn(self.config.dsn),
-                 amqp=mask_url(self.config.amqp_url), schema=migrate.known_schema_version(),
+                 amqp=mask_url(self.config.amqp_url) if self.config.amqp_url else "none", schema=migrate.known_schema_version(),
                  batch=self.config.batch_size, tick_interval=self.config.tick_interval,
                  poll_interval=self.config.poll_interval)
         while not self._stopping:
@@ -136,7 +143,8 @@ class Daemon:
             except Exception:  # noqa: BLE001
                 pass
         self._work = self._listen = None
-        self.publisher.close()
+        if self.publisher is not None:
+            self.publisher.close()
         self.log("stopped", signal=self._stop_signal, published=self.totals["published"],
                  ticks=self.totals["ticks"], reaped=self.totals["reaped"], dispatched=self.totals["dispatched"])
 
@@ -148,25 +156,39 @@ class Daemon:
             code = self._connect_work()
             if code is not None:
                 return code
-        if self.publisher.is_open:
-            self._amqp_keepalive()
-        if not self.publisher.is_open and self._amqp_backoff.ready(now):
-            self._connect_amqp()
+        if self.publisher is not None:
+            if self.publisher.is_open:
+                self._amqp_keepalive()
+            if not self.publisher.is_open and self._amqp_backoff.ready(now):
+                self._connect_amqp()
         now = time.monotonic()
         if now >= self._next_poll:
             self._need_drain = True
             self._next_poll = now + self.config.poll_interval
-        if self._need_drain and self._work is not None and self.publisher.is_open and not self._stopping:
-            self._drain()
+        if self._need_drain and self._work is not None and not self._stopping:
+            if self._broker_open:
+                self._drain()
+            elif self.publisher is None:
+                self._need_drain = False
+                self._push_waiting.check(self._work, time.monotonic())
         if self._timer.due(time.monotonic()) and self._work is not None and not self._stopping:
             if self._timer.tick(self._work):
-                self._need_drain = True  # its NOTIFY will come too; no need to wait for it
+                self._outbox_written()  # its NOTIFY will come too; no need to wait for it
         if not self._stopping and not self._need_drain_now():
             self._wait()
         return None
 
     def _need_drain_now(self) -> bool:
-        return self._need_drain and self._work is not None and self.publisher.is_open
+        return self._need_drain and self._work is not None and self._broker_open
+
+    @property
+    def _broker_open(self) -> bool:
+        return self.publisher is not None and self.publisher.is_open
+
+    def _outbox_written(self) -> None:
+        """Outbox rows were written: drain them, or (no broker) note that push work waits."""
+        self._need_drain = True
+        self._push_waiting.seen()
 
     # --- connections ------------------------------------------------------------
 
@@ -280,7 +302,7 @@ class Daemon:
         the outbox is retried at that pace, never in a tight loop.
         """
         self._need_drain = False
-        while self._work is not None and self.publisher.is_open:
+        while self._work is not None and self._broker_open:
             more = self._outbox.batch(self._work)
             if not more or self._stopping:
                 return
@@ -292,7 +314,7 @@ class Daemon:
         deadline = min(self._timer.next_at, self._next_poll)
         for backoff, down in ((self._listen_backoff, self._listen is None),
                               (self._work_backoff, self._work is None),
-                              (self._amqp_backoff, not self.publisher.is_open)):
+                              (self._amqp_backoff, self.publisher is not None and not self.publisher.is_open)):
             if down:
                 deadline = min(deadline, backoff.next_at)
         if self._listen is None:
@@ -302,12 +324,12 @@ class Daemon:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            if self.publisher.is_open:
+            if self._broker_open:
                 self._amqp_keepalive()
             try:
                 with db.mapped_errors():
                     for _ in self._listen.notifies(timeout=min(WAIT_SLICE, remaining), stop_after=1):
-                        self._need_drain = True
+                        self._outbox_written()
             except errors.FlowForgeError as exc:
                 self._pg_lost("listen", exc)
                 return

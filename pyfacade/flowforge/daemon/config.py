@@ -21,7 +21,7 @@ DEFAULT_POLL_INTERVAL = 5.0
 @dataclass(frozen=True)
 class DaemonConfig:
     dsn: str
-    amqp_url: str
+    amqp_url: str | None  # None: no broker — periodic duties only, push work waits in the outbox
     tick_interval: float = DEFAULT_TICK_INTERVAL
     batch_size: int = DEFAULT_BATCH_SIZE
     poll_interval: float = DEFAULT_POLL_INTERVAL
@@ -30,10 +30,13 @@ class DaemonConfig:
 def resolve_config(dsn: str, amqp_url: str | None, *, tick_interval: float | None = None,
                    batch_size: int | None = None, poll_interval: float | None = None,
                    environ: Mapping[str, str] | None = None) -> DaemonConfig:
-    """Flags (non-None arguments) over environment over defaults; FF003 when a value is out of range."""
+    """Flags (non-None arguments) over environment over defaults; FF003 when a value is out of range.
+
+    No ``amqp_url`` is a pull-only deployment: the daemon still runs ``tick()``
+    (the lease reaper needs no broker) and says that push work waits.
+    """
     env = os.environ if environ is None else environ
-    if not amqp_url:
-        raise errors.InvalidArgument("the daemon needs a broker: pass --amqp-url or set FLOWFORGE_AMQP_URL")
+    amqp_url = (amqp_url or "").strip() or None
     tick = _setting(tick_interval, env, TICK_INTERVAL_ENV, float, DEFAULT_TICK_INTERVAL)
     batch = _setting(batch_size, env, BATCH_SIZE_ENV, int, DEFAULT_BATCH_SIZE)
     poll = _setting(poll_interval, env, POLL_INTERVAL_ENV, float, DEFAULT_POLL_INTERVAL)
