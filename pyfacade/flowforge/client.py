@@ -166,9 +166,11 @@ class Client:
         execute(self.conn, queries.LISTEN_READY)
 
     def claim(self, queues: Sequence[str], worker: str, lease: Interval = "30 seconds",
-              batch: int = 1) -> list[ClaimedTask]:
+              batch: int = 1, task_names: Sequence[str] | None = None) -> list[ClaimedTask]:
+        """Take up to ``batch`` ready tasks; with ``task_names``, only tasks of those names."""
         return fetch_all(self.conn, queries.CLAIM, {
             "queues": list(queues), "worker": worker, "lease": lease, "batch": batch,
+            "task_names": None if task_names is None else list(task_names),
         }, row=_CLAIMED)
 
     def heartbeat(self, task_run_id: uuid.UUID, fencing_token: int, lease: Interval = "30 seconds") -> datetime:

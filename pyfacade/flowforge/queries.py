@@ -172,10 +172,11 @@ SELECT name, exchange, routing_key, dispatch_lease
 
 # --- the SQL API: the worker protocol (worker SDK) -----------------------------
 
+# task_names: only tasks the caller has handlers for (NULL: any task of the queues).
 CLAIM = """
 SELECT task_run_id, workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at
   FROM flowforge.claim(queues => %(queues)s::text[], worker => %(worker)s::text, lease => %(lease)s::interval,
-                       batch => %(batch)s::int)
+                       batch => %(batch)s::int, task_names => %(task_names)s::text[])
 """
 
 HEARTBEAT = """

@@ -20,7 +20,8 @@ Pull queues
     A dedicated connection LISTENs on ``flowforge_ready`` and wakes the claim
     loop (a fallback poll every ``poll_interval`` seconds covers retries whose
     backoff just ended and notifications lost while reconnecting).  The loop
-    claims up to its free capacity in one ``claim`` call.
+    claims up to its free capacity in one ``claim`` call, naming the task keys
+    it has handlers for: another service's tasks stay ready for it.
 Push queues
     With an AMQP URL, a queue configured with an exchange
     (``flowforge queue configure NAME --exchange X``) is consumed from
@@ -37,8 +38,9 @@ Results
     A return value must be JSON-serialisable (else the task fails for good
     with a message saying so).  An exception fails the task with
     ``retryable=True`` and the exception's one-line repr; raise
-    ``flowforge.PermanentError`` to fail it without retry.  A task key with no
-    registered handler fails with ``retryable=False``.
+    ``flowforge.PermanentError`` to fail it without retry.  A pushed task whose
+    key has no registered handler fails with ``retryable=False`` (pull workers
+    never claim one).
 Shutdown
     ``stop()`` (or SIGTERM / SIGINT in ``run()``) stops claiming and waits up
     to ``grace_period`` seconds for in-flight handlers.  Work still running

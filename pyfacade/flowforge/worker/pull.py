@@ -5,6 +5,10 @@ loop; a fallback poll every ``poll_interval`` seconds covers retries whose
 backoff just ended and notifications lost while reconnecting.  The loop
 claims up to its free capacity in one ``claim`` call, and again at once when
 it got all it asked for.
+
+A claim names the task keys this worker has handlers for (``task_names``):
+a task another service handles stays ready for that service, and a worker
+with no handlers claims nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import logging
 import threading
 import time
 from datetime import timedelta
-from typing import Callable
+from typing import Callable, Sequence
 
 import psycopg
 
@@ -24,13 +28,16 @@ from .jobs import InFlight, Job
 
 log = logging.getLogger("flowforge.worker")
 
+MAX_TASK_NAMES = 1000  # what one claim accepts (flowforge.claim's task_names)
+
 
 class PullQueues:
     def __init__(self, dsn: str, queues: list[str], worker_name: str, *, lease: float, concurrency: int,
                  poll_interval: float, in_flight: InFlight, submit: Callable[[Job], None],
-                 stop: threading.Event, wake: threading.Event):
+                 stop: threading.Event, wake: threading.Event, task_names: Callable[[], Sequence[str]]):
         self._dsn = dsn
         self._queues = queues
+        self._task_names = task_names  # the handlers registered now
         self._worker_name = worker_name
         self._lease = lease
         self._concurrency = concurrency
@@ -72,12 +79,19 @@ class PullQueues:
         claims = SharedConnection(self._dsn, "claim")
         lease = timedelta(seconds=self._lease)
         try:
+            warned = False
             while not self._stop.is_set():
                 self._wake.clear()
                 free = self._concurrency - self._in_flight.count
-                if free > 0:
+                names = sorted(self._task_names())
+                if not names and not warned:
+                    log.warning("worker %s has no task handlers: it claims nothing from %s", self._worker_name,
+                                self._queues)
+                    warned = True
+                if free > 0 and names:
                     try:
-                        rows = claims.call(lambda api: api.claim(self._queues, self._worker_name, lease, free),
+                        rows = claims.call(lambda api: api.claim(self._queues, self._worker_name, lease, free,
+                                                                 task_names=names),
                                            give_up=self._stop.is_set)
                     except errors.DatabaseUnavailable:
                         break  # stopping while the database is away

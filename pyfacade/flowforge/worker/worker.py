@@ -20,14 +20,14 @@ import time
 import uuid
 from typing import Callable
 
-from .. import config, db
+from .. import config, db, errors
 from .completer import Completer
 from .connection import SharedConnection
 from .context import Handler
 from .heartbeats import Heartbeats
 from .jobs import InFlight, Stats
 from .pool import HandlerPool
-from .pull import PullQueues
+from .pull import MAX_TASK_NAMES, PullQueues
 from .push import PushConsumer
 from .queues import PushBinding, plan
 from .registry import Registry
@@ -161,6 +161,9 @@ class Worker:
             names = sorted(set(self.queues) | set(self.push_queues))
             settings = ops.call(lambda api: api.queue_settings(names), give_up=lambda: True)
             pull, push = plan(self.queues, self.push_queues, settings, amqp_url)
+            if pull and len(self.handlers) > MAX_TASK_NAMES:
+                raise errors.InvalidArgument(f"a pull worker can claim for at most {MAX_TASK_NAMES} task keys, "
+                                             f"this one has {len(self.handlers)} handlers")
             if pull and self.complete_batch_interval > 0:
                 completer = Completer(dsn, self.complete_batch_interval, self.lease, self._stats)
             self._heartbeats = Heartbeats(ops, self._in_flight, self.lease, self._abandon)
@@ -196,7 +199,7 @@ class Worker:
     def _pull_queues(self, dsn: str, queues: list[str], submit) -> PullQueues:
         return PullQueues(dsn, queues, self.name, lease=self.lease, concurrency=self.concurrency,
                           poll_interval=self.poll_interval, in_flight=self._in_flight, submit=submit,
-                          stop=self._stop, wake=self._wake)
+                          stop=self._stop, wake=self._wake, task_names=lambda: list(self.handlers))
 
     def _push_consumer(self, amqp_url: str, bindings: list[PushBinding], ops: SharedConnection,
                        submit) -> PushConsumer:
