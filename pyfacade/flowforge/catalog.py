@@ -72,6 +72,9 @@ class Catalog:
         rows = fetch_all(self.conn, queries.REGPROCEDURES, {"signatures": list(signatures)})
         return {row["signature"]: row["oid"] for row in rows}
 
+    def current_database(self) -> str:
+        return fetch_value(self.conn, queries.CURRENT_DATABASE)
+
     def outbox_waiting(self) -> int:
         """Unpublished outbox messages of every organization (the ``outbox_backlog`` inspection view)."""
         return fetch_value(self.conn, queries.OUTBOX_WAITING)

@@ -74,6 +74,10 @@ SELECT p.proname::text AS function, a.name::text, a.mode::text, format_type(a.ty
  WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proargnames IS NOT NULL
 """
 
+# What a push worker compares a message's "database" with: the database its
+# session is in (behind a pooler, not necessarily the name in the DSN).
+CURRENT_DATABASE = "SELECT current_database() AS name"
+
 # A daemon with no broker says how much push work waits for one.  Read from
 # the inspection view (flowforge_readonly and superusers may; a login that may
 # not is told so once and the daemon goes on without the count).
@@ -164,9 +168,9 @@ SELECT flowforge.configure_queue(name => %(name)s::text, exchange => %(exchange)
                                  routing_key => %(routing_key)s::text, dispatch_lease => %(dispatch_lease)s::interval)
 """
 
-# The push worker: where a push queue's tasks are published.
+# The push worker: where a push queue's tasks are published, and the AMQP queue to bind for them.
 QUEUE_SETTINGS = """
-SELECT name, exchange, routing_key, dispatch_lease
+SELECT name, exchange, routing_key, dispatch_lease, amqp_queue
   FROM flowforge.queue_settings(names => %(names)s::text[])
 """
 

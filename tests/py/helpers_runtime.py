@@ -257,7 +257,8 @@ class PgBouncer:
         if os.geteuid() == 0:
             for path in (self.dir, *self.dir.iterdir()):
                 os.chown(path, _uid("postgres"), -1)
-        self.proc = subprocess.Popen([shutil.which("pgbouncer") or "/usr/sbin/pgbouncer", str(self.dir / "pgbouncer.ini")],
+        binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"  # /usr/sbin may not be on PATH
+        self.proc = subprocess.Popen([binary, str(self.dir / "pgbouncer.ini")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_until(self._accepts, 15, "pgbouncer to accept connections")
 

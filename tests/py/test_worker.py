@@ -265,7 +265,8 @@ def test_worker_survives_losing_its_connections(migrated_dsn, running):
     assert wait_finished(migrated_dsn, first) == "succeeded"
     # Every backend of the worker (listen, claim, heartbeat/complete) is killed, as in a failover.
     killed = sql(migrated_dsn, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                               "WHERE datname = current_database() AND application_name = 'flowforge' "
+                               "WHERE datname = current_database() "
+                               "AND application_name = 'flowforge-worker resilient-worker' "
                                "AND pid <> pg_backend_pid()")[0][0]
     assert killed >= 2
     second = start(migrated_dsn, "resilient")
@@ -423,7 +424,8 @@ def test_push_queue_worker_completes_tasks_delivered_by_the_daemon(migrated_dsn,
             daemon.communicate(timeout=15)
         except subprocess.TimeoutExpired:
             daemon.kill()
-        _delete_broker_objects(f"flowforge.{queue}", exchange)
+        amqp_queue = sql(migrated_dsn, "SELECT amqp_queue FROM flowforge.queue_settings(ARRAY[%s])", queue)[0][0]
+        _delete_broker_objects(amqp_queue, exchange)
 
 
 def _delete_broker_objects(queue: str, exchange: str) -> None:

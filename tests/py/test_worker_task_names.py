@@ -42,7 +42,8 @@ def test_two_workers_with_different_handlers_share_a_queue(migrated_dsn, running
         assert result["nobody"]["state"] == "ready" and result["nobody"]["attempt"] == 1, result["nobody"]
         claimed_by = {(e[0], e[4]["worker"]) for e in events(migrated_dsn, run_id) if e[1] == "claimed"}
         assert claimed_by == {("resize", "images"), ("index", "search")}
-    failed = sql(migrated_dsn, "SELECT count(*) FROM flowforge.task_run_event WHERE kind IN ('failed', 'retry_scheduled')")
+    failed = sql(migrated_dsn, "SELECT count(*) FROM flowforge.task_run_event "
+                               "WHERE kind IN ('failed', 'retry_scheduled')")
     assert failed[0][0] == 0
     assert images.stats["failed"] == search.stats["failed"] == 0
 

@@ -123,8 +123,8 @@ class Daemon:
             self._shutdown()
             return EXIT_OK
         self.log("started", pid=os.getpid(), dsn=db.mask_dsn(self.config.dsn),
-                 amqp=mask_url(self.config.amqp_url) if self.config.amqp_url else "none", schema=migrate.known_schema_version(),
-                 batch=self.config.batch_size, tick_interval=self.config.tick_interval,
+                 amqp=mask_url(self.config.amqp_url) if self.config.amqp_url else "none",
+                 schema=migrate.known_schema_version(), batch=self.config.batch_size, tick_interval=self.config.tick_interval,
                  poll_interval=self.config.poll_interval)
         while not self._stopping:
             code = self._step()

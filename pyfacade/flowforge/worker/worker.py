@@ -20,7 +20,10 @@ import time
 import uuid
 from typing import Callable
 
+from psycopg.conninfo import make_conninfo
+
 from .. import config, db, errors
+from ..catalog import Catalog
 from .completer import Completer
 from .connection import SharedConnection
 from .context import Handler
@@ -155,7 +158,9 @@ class Worker:
     def _run(self) -> None:
         ops = completer = pool = None
         try:
-            dsn = db.resolve_dsn(config.resolve(self.dsn))
+            # Every session is named after the worker, as the daemon names its own.
+            dsn = make_conninfo(db.resolve_dsn(config.resolve(self.dsn)),
+                                application_name=f"flowforge-worker {self.name}")
             ops = SharedConnection(dsn, "worker")
             amqp_url = self.amqp_url or config.resolve(self.dsn).amqp_url
             names = sorted(set(self.queues) | set(self.push_queues))
@@ -176,7 +181,8 @@ class Worker:
             if pulling is not None:
                 threading.Thread(target=pulling.listen, name="flowforge-listen", daemon=True).start()
             if push:
-                consumer = self._push_consumer(amqp_url, push, ops, pool.submit)
+                database = ops.call(lambda api: Catalog(api.conn).current_database(), give_up=lambda: True)
+                consumer = self._push_consumer(amqp_url, push, database, ops, pool.submit)
                 threading.Thread(target=consumer.run, name="flowforge-push", daemon=True).start()
             log.info("worker %s: pull %s, push %s, concurrency %d", self.name, pull, [b.queue for b in push],
                      self.concurrency)
@@ -201,10 +207,11 @@ class Worker:
                           poll_interval=self.poll_interval, in_flight=self._in_flight, submit=submit,
                           stop=self._stop, wake=self._wake, task_names=lambda: list(self.handlers))
 
-    def _push_consumer(self, amqp_url: str, bindings: list[PushBinding], ops: SharedConnection,
+    def _push_consumer(self, amqp_url: str, bindings: list[PushBinding], database: str, ops: SharedConnection,
                        submit) -> PushConsumer:
-        return PushConsumer(amqp_url, bindings, self.name, concurrency=self.concurrency, lease=self.lease, ops=ops,
-                            in_flight=self._in_flight, submit=submit, stop=self._stop, abandon=self._abandon)
+        return PushConsumer(amqp_url, bindings, self.name, database=database, concurrency=self.concurrency,
+                            lease=self.lease, ops=ops, in_flight=self._in_flight, submit=submit, stop=self._stop,
+                            abandon=self._abandon)
 
     def _heartbeat_thread(self) -> None:
         """The heartbeat thread's body (a method, so a test can hold heartbeats back)."""
