@@ -36,7 +36,9 @@ Leases
     becomes True and whatever the handler returns is dropped, not written.
 Results
     A return value must be JSON-serialisable (else the task fails for good
-    with a message saying so).  An exception fails the task with
+    with a message saying so) and within the installation's limits (else the
+    database refuses it — FF009, or ``too_large`` from ``complete_many`` —
+    and the task fails for good at once with that reason).  An exception fails the task with
     ``retryable=True`` and the exception's one-line repr; raise
     ``flowforge.PermanentError`` to fail it without retry.  A pushed task whose
     key has no registered handler fails with ``retryable=False`` (pull workers

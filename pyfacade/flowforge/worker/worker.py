@@ -24,7 +24,6 @@ from psycopg.conninfo import make_conninfo
 
 from .. import config, db, errors
 from ..catalog import Catalog
-from .completer import Completer
 from .connection import SharedConnection
 from .context import Handler
 from .heartbeats import Heartbeats
@@ -156,7 +155,7 @@ class Worker:
         return previous
 
     def _run(self) -> None:
-        ops = completer = pool = None
+        ops = results = pool = None
         try:
             # Every session is named after the worker, as the daemon names its own.
             dsn = make_conninfo(db.resolve_dsn(config.resolve(self.dsn)),
@@ -169,10 +168,9 @@ class Worker:
             if pull and len(self.handlers) > MAX_TASK_NAMES:
                 raise errors.InvalidArgument(f"a pull worker can claim for at most {MAX_TASK_NAMES} task keys, "
                                              f"this one has {len(self.handlers)} handlers")
-            if pull and self.complete_batch_interval > 0:
-                completer = Completer(dsn, self.complete_batch_interval, self.lease, self._stats)
             self._heartbeats = Heartbeats(ops, self._in_flight, self.lease, self._abandon)
-            results = Results(ops, completer, self._stats, self.lease, self._abandon)
+            results = Results(ops, self._stats, self.lease, self._abandon, dsn=dsn if pull else None,
+                              batch_interval=self.complete_batch_interval)
             pool = HandlerPool(self._registry, results, self._heartbeats, self._in_flight, self._stats, self.name,
                                wake=self._wake, abandon=self._abandon)
             pool.start(self.concurrency)
@@ -194,8 +192,8 @@ class Worker:
         finally:
             self._stop.set()
             self._abandon.set()
-            if completer is not None:
-                completer.close()  # results already in hand are still written
+            if results is not None:
+                results.close()  # batched results already in hand are still written
             if ops is not None:
                 ops.close()
             if pool is not None:
