@@ -25,8 +25,9 @@ from .. import errors
 APPLICATION_NAME = "flowforge"
 DEFAULT_CONNECT_TIMEOUT = 5  # seconds; an unreachable host must fail fast in the CLI
 
-# SQLSTATEs that mean "the server went away", not "your request was refused".
-_UNAVAILABLE_STATES = {"57P01", "57P02", "57P03"}  # admin_shutdown, crash_shutdown, cannot_connect_now
+# SQLSTATEs that mean "the server went away (or has no room now)", not "your request was refused":
+# admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.  Callers retry these.
+_UNAVAILABLE_STATES = {"57P01", "57P02", "57P03", "53300"}
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
@@ -60,7 +61,7 @@ def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:
         return psycopg.connect(dsn, autocommit=autocommit, **extra)
     except psycopg.OperationalError as exc:
         raise errors.DatabaseUnavailable(
-            f"cannot connect to PostgreSQL ({mask_dsn(dsn)}): {first_line(exc)}"
+            f"cannot connect to PostgreSQL ({mask_dsn(dsn)}): {first_line(exc)}", sqlstate=exc.sqlstate
         ) from None
     except psycopg.Error as exc:
         raise map_error(exc) from None

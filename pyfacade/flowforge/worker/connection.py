@@ -33,7 +33,9 @@ class SharedConnection:
     """One autocommit connection, one caller at a time, reconnecting with bounded backoff.
 
     Every call made through it is a single API call, so autocommit makes each
-    one its own transaction.
+    one its own transaction.  The first connection is no different from a
+    reconnect: a server that is down, restarting or full (53300) is waited
+    for, one log line per attempt.
     """
 
     def __init__(self, dsn: str, label: str):
@@ -61,8 +63,10 @@ class SharedConnection:
                     self._discard()
                     if give_up():
                         raise
-                    log.warning("%s connection: %s; retrying", self._label, exc)
-            time.sleep(reconnect_delay(attempt))
+                    delay = reconnect_delay(attempt)
+                    log.warning("%s connection: %s; retrying in %.1f s (attempt %d)", self._label, exc, delay,
+                                attempt + 1)
+            time.sleep(delay)
             attempt += 1
 
     def _discard(self) -> None:

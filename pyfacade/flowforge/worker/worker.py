@@ -163,7 +163,8 @@ class Worker:
             ops = SharedConnection(dsn, "worker")
             amqp_url = self.amqp_url or config.resolve(self.dsn).amqp_url
             names = sorted(set(self.queues) | set(self.push_queues))
-            settings = ops.call(lambda api: api.queue_settings(names), give_up=lambda: True)
+            # The first connection waits for the database like every later one (until stop).
+            settings = ops.call(lambda api: api.queue_settings(names), give_up=self._stop.is_set)
             pull, push = plan(self.queues, self.push_queues, settings, amqp_url)
             if pull and len(self.handlers) > MAX_TASK_NAMES:
                 raise errors.InvalidArgument(f"a pull worker can claim for at most {MAX_TASK_NAMES} task keys, "
@@ -179,7 +180,7 @@ class Worker:
             if pulling is not None:
                 threading.Thread(target=pulling.listen, name="flowforge-listen", daemon=True).start()
             if push:
-                database = ops.call(lambda api: Catalog(api.conn).current_database(), give_up=lambda: True)
+                database = ops.call(lambda api: Catalog(api.conn).current_database(), give_up=self._stop.is_set)
                 consumer = self._push_consumer(amqp_url, push, database, ops, pool.submit)
                 threading.Thread(target=consumer.run, name="flowforge-push", daemon=True).start()
             log.info("worker %s: pull %s, push %s, concurrency %d", self.name, pull, [b.queue for b in push],
@@ -189,6 +190,10 @@ class Worker:
             else:
                 self._stop.wait()
             self._drain()
+        except errors.DatabaseUnavailable:
+            if not self._stop.is_set():
+                raise
+            log.info("worker %s stopped before the database could be reached", self.name)
         finally:
             self._stop.set()
             self._abandon.set()
