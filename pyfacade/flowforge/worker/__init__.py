@@ -70,6 +70,7 @@ the others, ``jobs`` and ``connection`` need none of them):
 * ``heartbeats``  lease heartbeats;
 * ``results``     writing complete / fail, or dropping the result;
 * ``completer``   batched completion through ``complete_many``;
+* ``decode``      inputs Python cannot decode: one task's failure, not the worker's;
 * ``jobs``        ``Job``, ``InFlight``, ``Stats``;
 * ``connection``  ``SharedConnection``: one connection for several threads, reconnecting.
 """

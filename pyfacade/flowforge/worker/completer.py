@@ -77,10 +77,11 @@ class Completer:
         try:
             rows = self._conn.call(lambda api: api.complete_many(ids, tokens, outputs),
                                    give_up=lambda: time.monotonic() > deadline)
-        except errors.FlowForgeError as exc:
+        except Exception as exc:  # noqa: BLE001 - the completer thread must outlive anything
             for _ in jobs:
                 self._stats.add("dropped")
-            log.error("complete of %d task(s) not written: %s; their leases will expire", len(jobs), exc)
+            log.error("complete of %d task(s) not written: %s; their leases will expire", len(jobs),
+                      exc if isinstance(exc, errors.FlowForgeError) else repr(exc))
             return
         outcomes = {row.task_run_id: row.outcome for row in rows}
         for job, output in batch:

@@ -38,9 +38,10 @@ class SharedConnection:
     for, one log line per attempt.
     """
 
-    def __init__(self, dsn: str, label: str):
+    def __init__(self, dsn: str, label: str, configure: Callable[[psycopg.Connection], None] | None = None):
         self._dsn = dsn
         self._label = label
+        self._configure = configure  # applied to every new connection (e.g. how jsonb is loaded)
         self._conn: psycopg.Connection | None = None
         self._client: Client | None = None
         self._lock = threading.Lock()
@@ -57,6 +58,8 @@ class SharedConnection:
                 try:
                     if self._conn is None or self._conn.closed:
                         self._conn = db.connect(self._dsn, autocommit=True)
+                        if self._configure is not None:
+                            self._configure(self._conn)
                         self._client = Client(self._conn)
                     return api_call(self._client)
                 except errors.DatabaseUnavailable as exc:

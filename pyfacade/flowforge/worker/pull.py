@@ -9,6 +9,11 @@ it got all it asked for.
 A claim names the task keys this worker has handlers for (``task_names``):
 a task another service handles stays ready for that service, and a worker
 with no handlers claims nothing.
+
+Nothing a claim raises ends the loop: an input Python cannot decode arrives
+as ``Undecodable`` in its own row (``decode``) and that task is failed for
+good; any other exception is logged and backed off from (bounded), and the
+loop goes on.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ import time
 from datetime import timedelta
 from typing import Callable, Sequence
 
-import psycopg
 
 from .. import db, errors
 from ..client import Client
 from .connection import SharedConnection, reconnect_delay
+from .decode import tolerate_undecodable_jsonb
 from .jobs import InFlight, Job
 
 log = logging.getLogger("flowforge.worker")
@@ -61,7 +66,7 @@ class PullQueues:
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
                             self._wake.set()
-            except (errors.FlowForgeError, psycopg.Error) as exc:
+            except Exception as exc:  # noqa: BLE001 - the listener must outlive anything; polling covers the gap
                 if self._stop.is_set():
                     break
                 log.warning("listen connection: %s; reconnecting", db.first_line(exc))
@@ -76,10 +81,11 @@ class PullQueues:
 
     def claim_loop(self) -> None:
         """Claim while there is capacity, until stop (or the database is away while stopping)."""
-        claims = SharedConnection(self._dsn, "claim")
+        claims = SharedConnection(self._dsn, "claim", configure=tolerate_undecodable_jsonb)
         lease = timedelta(seconds=self._lease)
         try:
             warned = False
+            failures = 0
             while not self._stop.is_set():
                 self._wake.clear()
                 free = self._concurrency - self._in_flight.count
@@ -99,6 +105,13 @@ class PullQueues:
                         log.error("claim refused: %s", exc)
                         self._stop.wait(self._poll_interval)
                         continue
+                    except Exception:  # noqa: BLE001 - no exception from a claim may end the worker
+                        delay = max(self._poll_interval, reconnect_delay(failures))
+                        failures += 1
+                        log.exception("claim failed (attempt %d); trying again in %.1f s", failures, delay)
+                        self._stop.wait(delay)
+                        continue
+                    failures = 0
                     for row in rows:
                         self._submit(Job.claimed(row))
                     if len(rows) == free:

@@ -26,7 +26,6 @@ threads ack and nack through ``add_callback_threadsafe``.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -36,6 +35,7 @@ from typing import Callable
 from .. import errors
 from ..amqp import EXCHANGE_TYPE, describe, mask_url, quiet_pika
 from .connection import SharedConnection, reconnect_delay
+from .decode import MalformedMessage, decode_message
 from .jobs import NOT_OURS, InFlight, Job
 from .queues import PushBinding
 
@@ -120,9 +120,9 @@ class PushConsumer:
     def _on_message_callback(self, connection):
         def on_message(channel, method, _properties, body):
             try:
-                payload = json.loads(body)
+                payload = decode_message(body)  # an input beyond Python arrives as Undecodable: failed for good
                 job = Job.delivered(payload, broker=self)
-            except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            except (MalformedMessage, ValueError, KeyError, TypeError) as exc:
                 channel.basic_nack(method.delivery_tag, requeue=False)
                 log.error("malformed push message rejected%s: %s", DEAD_LETTERED, exc)
                 return
