@@ -217,9 +217,9 @@ class Client:
             "idle_in_transaction_timeout": idle_in_transaction_timeout,
         })
 
-    def take_outbox(self, batch: int = 100) -> list[OutboxMessage]:
-        """The oldest unpublished messages, locked until this transaction ends."""
-        return fetch_all(self.conn, queries.TAKE_OUTBOX, {"batch": batch}, row=_OUTBOX)
+    def take_outbox(self, batch: int = 100, lease: Interval = "30 seconds") -> list[OutboxMessage]:
+        """Available unpublished messages, held from other takers for ``lease``: commit, then publish, then settle."""
+        return fetch_all(self.conn, queries.TAKE_OUTBOX, {"batch": batch, "lease": lease}, row=_OUTBOX)
 
     def mark_published(self, ids: Sequence[uuid.UUID]) -> int:
         return fetch_value(self.conn, queries.MARK_PUBLISHED, {"ids": list(ids)})

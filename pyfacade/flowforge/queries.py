@@ -212,11 +212,12 @@ TICK = "SELECT flowforge.tick() AS counts"
 
 REAP_EXPIRED_LEASES = "SELECT flowforge.reap_expired_leases(max_rows => %(max_rows)s::int) AS reaped"
 
-# Oldest unpublished rows, locked FOR UPDATE SKIP LOCKED until this transaction
-# ends.  payload::text: the body is sent exactly as the database wrote it.
+# Available unpublished rows, each taken under a lease (its next_attempt_at moved
+# past it) that the caller commits at once: no lock is held across broker I/O.
+# payload::text: the body is sent exactly as the database wrote it.
 TAKE_OUTBOX = """
 SELECT id, exchange, routing_key, message_id, payload::text AS body
-  FROM flowforge.take_outbox(batch => %(batch)s::int)
+  FROM flowforge.take_outbox(batch => %(batch)s::int, lease => %(lease)s::interval)
 """
 
 MARK_PUBLISHED = "SELECT flowforge.mark_published(ids => %(ids)s::uuid[]) AS marked"

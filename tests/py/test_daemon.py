@@ -24,7 +24,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from helpers_runtime import amqp_url, daemons, free_port, wait_until  # noqa: F401 - fixtures
+from helpers_runtime import TcpProxy, amqp_url, daemons, free_port, wait_until  # noqa: F401 - fixtures
 
 PUSH_QUEUE = "pushq"
 DAEMON_APP_PREFIX = "flowforge-daemon"
@@ -260,8 +260,10 @@ def test_kill_9_mid_drain_then_restart_delivers_every_generation(migrated_dsn, b
     all_ids, _ = outbox(migrated_dsn)
     assert len(all_ids) == total
 
+    # A killed daemon's batch comes back when its take lease runs out: keep that short here.
+    lease = {"FLOWFORGE_OUTBOX_LEASE": "5"}
     for crash in range(crashes):
-        daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch))
+        daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch), env=lease)
         seen = len(broker.received)
         broker.consume(until=lambda: len(broker.received) > seen, timeout=20)  # it is publishing now
         daemon.kill()  # SIGKILL: no chance to finish the batch or mark anything
@@ -270,7 +272,7 @@ def test_kill_9_mid_drain_then_restart_delivers_every_generation(migrated_dsn, b
         assert published <= set(broker.ids()), "a row was marked published that never reached the broker"
         assert unpublished(migrated_dsn) > 0, f"crash {crash}: the daemon finished before the kill (test too easy)"
 
-    daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch))
+    daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch), env=lease)
     broker.consume(until=lambda: all_ids <= set(broker.ids()), timeout=30)
     wait_until(lambda: unpublished(migrated_dsn) == 0, 10, "every row marked published")
     assert daemon.stop() == 0
@@ -421,3 +423,77 @@ def test_refused_messages_do_not_block_newer_ones(migrated_dsn, broker, amqp_url
         cleanup = pika.BlockingConnection(pika.URLParameters(amqp_url))
         cleanup.channel().exchange_delete(blocked_exchange)
         cleanup.close()
+
+
+def work_backend(dsn: str, exclude: set[int] = frozenset()) -> dict | None:
+    """The daemon's work session (pid, state, whether it holds a transaction id), if exactly one is connected."""
+    with db(dsn) as conn:
+        rows = conn.execute(
+            "SELECT pid, state, backend_xid IS NOT NULL FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = 'flowforge-daemon-work'").fetchall()
+    rows = [r for r in rows if r[0] not in exclude]
+    return {"pid": rows[0][0], "state": rows[0][1], "has_xid": rows[0][2]} if len(rows) == 1 else None
+
+
+def outbox_locks(dsn: str, pid: int) -> int:
+    with db(dsn) as conn:
+        return conn.execute("SELECT count(*) FROM pg_locks WHERE pid = %s AND relation = "
+                            "'flowforge.outbox_message'::regclass", (pid,)).fetchone()[0]
+
+
+def leased(dsn: str) -> set[str]:
+    """Message ids of unpublished rows a daemon has taken (their next attempt pushed past now)."""
+    with db(dsn) as conn:
+        return {r[0] for r in conn.execute(
+            "SELECT task_run_id::text || ':' || fencing_token_snapshot FROM flowforge.outbox_message "
+            "WHERE published_at IS NULL AND next_attempt_at > now()")}
+
+
+def test_a_hung_broker_holds_no_transaction_or_row_lock(migrated_dsn, broker, amqp_url, daemons):
+    """Issue 12, item 7: the drain kept its transaction (and the rows' locks) open across broker I/O.
+
+    The daemon's broker connection goes through a forwarder that is then
+    frozen (SIGSTOP): connected, silent.  While the daemon waits for confirms
+    of the batch it took, its session holds no transaction and no outbox row
+    lock, and a second daemon publishes every other row.
+    """
+    setup_push(migrated_dsn, broker.exchange)
+    proxy = TcpProxy(5672)
+    lease = {"FLOWFORGE_OUTBOX_LEASE": "20"}
+    try:
+        hung_url = f"amqp://guest:guest@127.0.0.1:{proxy.port}/%2F"
+        hung = daemons(migrated_dsn, hung_url, "--batch-size", "5", env=lease)
+        hung.wait_for_event("amqp_connected")
+        first = wait_until(lambda: work_backend(migrated_dsn), 10, "the daemon's work session")
+        proxy.freeze()
+        start_runs(migrated_dsn, 20)
+
+        def taken_and_waiting():
+            session = work_backend(migrated_dsn)
+            return session is not None and (session["state"] == "idle in transaction"
+                                            or len(leased(migrated_dsn)) == 5)
+        wait_until(taken_and_waiting, 15, "the hung daemon to take a batch")
+        session = work_backend(migrated_dsn)
+        assert session["pid"] == first["pid"]
+        assert session["state"] == "idle" and not session["has_xid"], session
+        assert outbox_locks(migrated_dsn, session["pid"]) == 0
+        held = leased(migrated_dsn)
+        assert len(held) == 5
+
+        other = daemons(migrated_dsn, amqp_url, "--batch-size", "5", env=lease)
+        broker.consume(until=lambda: len(set(broker.ids())) >= 15, timeout=20)
+        assert not held & set(broker.ids()), "the other daemon published rows the hung one holds"
+        assert not hung.events("published"), "the frozen broker confirmed something"
+        assert outbox_locks(migrated_dsn, first["pid"]) == 0  # still hung, still holding nothing
+    finally:
+        proxy.thaw()
+
+    all_ids, _ = outbox(migrated_dsn)
+    broker.consume(until=lambda: all_ids <= set(broker.ids()), timeout=60)
+    wait_until(lambda: unpublished(migrated_dsn) == 0, 30, "every row marked published")
+    assert hung.stop() == 0 and other.stop() == 0
+    proxy.stop()
+    broker.settle(quiet=0.3)
+    ids = broker.ids()
+    assert set(ids) == all_ids
+    assert len(ids) - len(all_ids) <= 5, "more than the hung batch was published twice"

@@ -9,12 +9,13 @@ and keeps time:
   notification lost while disconnected loses nothing; a poll every
   ``poll_interval`` covers anything else;
 * a work connection whose session bounds every statement, lock wait and open
-  transaction, so a hung broker cannot hold outbox row locks for long;
-* a drain loop, one transaction per batch: ``take_outbox(batch)`` (oldest
-  first, ``FOR UPDATE SKIP LOCKED``), publish each row with publisher
-  confirms, ``mark_published(<the confirmed ids>)``, ``defer_outbox(<the
-  refused ids>)``, commit; again while a full batch came back and all of it
-  was confirmed;
+  transaction;
+* a drain loop, two short transactions per batch and none across broker
+  I/O: ``take_outbox(batch, lease)`` and commit (the rows are held by a
+  committed lease, not a lock), publish each row with publisher confirms,
+  then ``mark_published(<the confirmed ids>)`` + ``defer_outbox(<the refused
+  ids>)`` and commit; again while a full batch came back and all of it was
+  confirmed;
 * ``SELECT flowforge.tick()`` every ``tick_interval`` (reaper, due retries),
   even while the broker is down — and with no broker configured at all: a
   pull-only deployment runs the daemon for its periodic duties alone, and
@@ -24,8 +25,9 @@ and keeps time:
 
 It keeps no state a restart could lose: a row is published at least once
 and marked only after the broker confirmed it, so a crash between confirm
-and mark re-sends that batch (consumers are protected by the fencing token)
-and nothing else.  Any number of daemons may run against one database.
+and mark re-sends that batch once its lease runs out (consumers are
+protected by the fencing token) and nothing else.  Any number of daemons may
+run against one database.
 
 Logs go to stderr, one logfmt line per event (``event=published count=12
 ...``); docs/operations.md lists them.
@@ -54,8 +56,10 @@ from ..client import Client
 from .config import (
     BATCH_SIZE_ENV,
     DEFAULT_BATCH_SIZE,
+    DEFAULT_OUTBOX_LEASE,
     DEFAULT_POLL_INTERVAL,
     DEFAULT_TICK_INTERVAL,
+    OUTBOX_LEASE_ENV,
     POLL_INTERVAL_ENV,
     TICK_INTERVAL_ENV,
     DaemonConfig,
@@ -70,8 +74,9 @@ from .session import IDLE_IN_TRANSACTION_TIMEOUT, LOCK_TIMEOUT, STATEMENT_TIMEOU
 from .timer import Timer
 
 __all__ = [
-    "BASE_BACKOFF", "BATCH_SIZE_ENV", "DEFAULT_BATCH_SIZE", "DEFAULT_POLL_INTERVAL", "DEFAULT_TICK_INTERVAL",
-    "EXIT_OK", "EXIT_SCHEMA", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_TIMEOUT", "MAX_BACKOFF", "POLL_INTERVAL_ENV",
+    "BASE_BACKOFF", "BATCH_SIZE_ENV", "DEFAULT_BATCH_SIZE", "DEFAULT_OUTBOX_LEASE", "DEFAULT_POLL_INTERVAL",
+    "DEFAULT_TICK_INTERVAL", "EXIT_OK", "EXIT_SCHEMA", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_TIMEOUT", "MAX_BACKOFF",
+    "OUTBOX_LEASE_ENV", "POLL_INTERVAL_ENV",
     "PUBLISH_DEADLINE", "STATEMENT_TIMEOUT", "TICK_INTERVAL_ENV", "Backoff", "Daemon", "DaemonConfig", "EventLog",
     "resolve_config", "schema_problem",
 ]
@@ -100,7 +105,8 @@ class Daemon:
         self._need_drain = True
         self._next_poll = 0.0
         self.totals = Counter()
-        self._outbox = (OutboxDrain(self.publisher, config.batch_size, self.log, self.totals, self._amqp_backoff)
+        self._outbox = (OutboxDrain(self.publisher, config.batch_size, config.outbox_lease, self.log, self.totals,
+                                    self._amqp_backoff)
                         if self.publisher is not None else None)
         self._timer = Timer(config.tick_interval, self.log, self.totals)
 

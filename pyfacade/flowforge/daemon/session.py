@@ -1,10 +1,10 @@
 """The daemon's work session: one connection in a transaction, bounded, and what a failed statement means.
 
 Every statement, lock wait and open transaction of this session is bounded,
-so a hung broker or a lock queue cannot hold outbox row locks (or an open
-transaction) for long.  The publish deadline (``outbox.PUBLISH_DEADLINE``)
-is well inside the idle transaction timeout: a batch that cannot finish in
-time stops publishing, marks what was confirmed, and commits.
+so a lock queue or a bug cannot hold locks (or an open transaction) for long.
+No transaction of this session is open while the broker is talked to: the
+drain commits its take at once and settles in a new transaction
+(``outbox``).
 """
 
 from __future__ import annotations
