@@ -14,9 +14,6 @@ from __future__ import annotations
 import collections
 import json
 import signal
-import time
-import uuid
-from typing import Callable
 
 import pika
 import pika.exceptions
@@ -24,106 +21,12 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from helpers_runtime import TcpProxy, amqp_url, daemons, free_port, wait_until  # noqa: F401 - fixtures
+from helpers_runtime import (  # noqa: F401 - fixtures
+    PUSH_QUEUE, Received, TcpProxy, amqp_url, broker, daemons, free_port, outbox, setup_push, start_runs, unpublished,
+    wait_until,
+)
 
-PUSH_QUEUE = "pushq"
 DAEMON_APP_PREFIX = "flowforge-daemon"
-
-
-# --- broker -----------------------------------------------------------------------
-
-class Received:
-    """One delivered message."""
-
-    def __init__(self, method, props, body: bytes):
-        self.message_id = props.message_id
-        self.content_type = props.content_type
-        self.delivery_mode = props.delivery_mode
-        self.routing_key = method.routing_key
-        self.payload = json.loads(body)
-
-
-class Broker:
-    """A unique durable topic exchange and an exclusive queue bound to it with '#'."""
-
-    def __init__(self, url: str):
-        self.exchange = f"fftest.{uuid.uuid4().hex[:12]}"
-        self._conn = pika.BlockingConnection(pika.URLParameters(url))
-        self._ch = self._conn.channel()
-        self._ch.exchange_declare(self.exchange, exchange_type="topic", durable=True)
-        self.queue = self._ch.queue_declare("", exclusive=True).method.queue
-        self._ch.queue_bind(self.queue, self.exchange, routing_key="#")
-        self._ch.basic_qos(prefetch_count=200)
-        self._consumer = None
-        self.received: list[Received] = []
-
-    def consume(self, handler: Callable[[Received], None] | None = None, *, until: Callable[[], bool],
-                timeout: float, idle: float = 0.1) -> None:
-        """Take messages (handler each, then ack) until ``until()`` holds; fail after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        if self._consumer is None:
-            self._consumer = self._ch.consume(self.queue, inactivity_timeout=idle)
-        while True:
-            if until():
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s; received {len(self.received)} message(s)")
-            method, props, body = next(self._consumer)
-            if method is None:
-                continue
-            message = Received(method, props, body)
-            self.received.append(message)
-            if handler is not None:
-                handler(message)
-            self._ch.basic_ack(method.delivery_tag)
-
-    def settle(self, quiet: float = 0.5, timeout: float = 15) -> None:
-        """Consume until no message arrived for ``quiet`` seconds (the broker has handed over everything)."""
-        last = {"n": len(self.received), "at": time.monotonic()}
-
-        def quiet_enough() -> bool:
-            if len(self.received) != last["n"]:
-                last["n"], last["at"] = len(self.received), time.monotonic()
-            return time.monotonic() - last["at"] >= quiet
-
-        self.consume(until=quiet_enough, timeout=timeout)
-
-    def drop_exchange(self) -> None:
-        """Delete the exchange (and with it the queue's binding), as if nobody had declared it."""
-        self._ch.exchange_delete(self.exchange)
-
-    def exchange_exists(self) -> bool:
-        probe = self._conn.channel()
-        try:
-            probe.exchange_declare(self.exchange, passive=True)
-        except pika.exceptions.ChannelClosedByBroker as exc:
-            assert exc.reply_code == 404, exc
-            return False
-        probe.close()
-        return True
-
-    def bind(self, routing_key: str = "#") -> None:
-        self._ch.queue_bind(self.queue, self.exchange, routing_key=routing_key)
-
-    def ids(self) -> list[str]:
-        return [m.message_id for m in self.received]
-
-    def close(self) -> None:
-        try:
-            if self._consumer is not None:
-                self._ch.cancel()
-            self._ch.exchange_delete(self.exchange)
-        finally:
-            self._conn.close()
-
-
-@pytest.fixture
-def broker(amqp_url):
-    b = Broker(amqp_url)
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 # --- the database side ------------------------------------------------------------------
@@ -132,41 +35,10 @@ def db(dsn: str) -> psycopg.Connection:
     return psycopg.connect(dsn, autocommit=True)
 
 
-def setup_push(dsn: str, exchange: str, *, diamond: bool = False) -> None:
-    tasks = ([{"key": "a", "queue": PUSH_QUEUE},
-              {"key": "b", "queue": PUSH_QUEUE, "depends_on": ["a"]},
-              {"key": "c", "queue": PUSH_QUEUE, "depends_on": ["a"]},
-              {"key": "d", "queue": PUSH_QUEUE, "depends_on": ["b", "c"]}]
-             if diamond else [{"key": "only", "queue": PUSH_QUEUE}])
-    with db(dsn) as conn:
-        conn.execute("SELECT flowforge.define_workflow(%s::jsonb)",
-                     (json.dumps({"name": "push", "tasks": tasks}),))
-        conn.execute("SELECT flowforge.configure_queue(%s::text, %s::text)", (PUSH_QUEUE, exchange))
-
-
-def start_runs(dsn: str, n: int) -> list[str]:
-    with db(dsn) as conn:
-        return [r[0] for r in conn.execute(
-            "SELECT flowforge.start_run('push', jsonb_build_object('i', i)) FROM generate_series(1, %s) i", (n,))]
-
-
-def outbox(dsn: str) -> tuple[set[str], set[str]]:
-    """(message ids of every outbox row, message ids of the rows marked published)."""
-    with db(dsn) as conn:
-        rows = conn.execute(
-            "SELECT task_run_id::text || ':' || fencing_token_snapshot, published_at IS NOT NULL "
-            "FROM flowforge.outbox_message").fetchall()
-    return {r[0] for r in rows}, {r[0] for r in rows if r[1]}
-
-
-def unpublished(dsn: str) -> int:
-    with db(dsn) as conn:
-        return conn.execute("SELECT count(*) FROM flowforge.outbox_message WHERE published_at IS NULL").fetchone()[0]
-
-
 def run_states(dsn: str) -> collections.Counter:
     with db(dsn) as conn:
         return collections.Counter(r[0] for r in conn.execute("SELECT state FROM flowforge.workflow_run"))
+
 
 
 class Consumer:
