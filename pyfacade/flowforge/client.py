@@ -206,6 +206,14 @@ class Client:
     def reap_expired_leases(self, max_rows: int = 1000) -> int:
         return fetch_value(self.conn, queries.REAP_EXPIRED_LEASES, {"max_rows": max_rows})
 
+    def listen_probe(self) -> None:
+        """LISTEN on ``flowforge_probe``, where a process checks that LISTEN delivers (``db.listen``)."""
+        execute(self.conn, queries.LISTEN_PROBE)
+
+    def notify_probe(self, token: str) -> None:
+        """NOTIFY ``flowforge_probe`` with ``token`` (delivered at commit)."""
+        execute(self.conn, queries.NOTIFY_PROBE, {"token": token})
+
     def listen_outbox(self) -> None:
         """LISTEN on ``flowforge_outbox``, notified when a transaction wrote outbox rows."""
         execute(self.conn, queries.LISTEN_OUTBOX)

@@ -99,6 +99,13 @@ LISTEN_READY = "LISTEN flowforge_ready"
 # The channel flowforge._dispatch_rows notifies (once per transaction that wrote outbox rows).
 LISTEN_OUTBOX = "LISTEN flowforge_outbox"
 
+# Does LISTEN deliver?  A process LISTENs here too and notifies itself a fresh
+# token from another connection (db.listen); behind a transaction pooler it
+# never arrives.
+LISTEN_PROBE = "LISTEN flowforge_probe"
+
+NOTIFY_PROBE = "SELECT pg_notify('flowforge_probe', %(token)s::text)"
+
 # The daemon's work session bounds everything it does, so a hung broker or a
 # lock queue cannot hold outbox row locks or an open transaction for long.
 # Values are set with set_config() so they travel as bind parameters.

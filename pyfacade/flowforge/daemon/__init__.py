@@ -7,7 +7,11 @@ and keeps time:
 * a dedicated LISTEN connection (autocommit) on ``flowforge_outbox``.  On
   every (re)connect it LISTENs first and then drains everything pending, so a
   notification lost while disconnected loses nothing; a poll every
-  ``poll_interval`` covers anything else;
+  ``poll_interval`` covers anything else.  After each LISTEN it notifies
+  itself from the work session (``db.listen``): if that never arrives — a
+  transaction pooler — it logs ``listen_not_delivering`` and polls instead,
+  every tick; with ``FLOWFORGE_POOLER=transaction`` it never LISTENs at all
+  (``db.pooler``);
 * a work connection whose session bounds every statement, lock wait and open
   transaction;
 * a drain loop, two short transactions per batch and none across broker
@@ -53,6 +57,7 @@ from psycopg.conninfo import make_conninfo
 from .. import db, errors, migrate
 from ..amqp import mask_url
 from ..client import Client
+from ..db import listen, pooler
 from .config import (
     BATCH_SIZE_ENV,
     DEFAULT_BATCH_SIZE,
@@ -96,6 +101,8 @@ class Daemon:
         self.publisher = Publisher(config.amqp_url) if config.amqp_url else None
         self._push_waiting = PushWaiting(self.log)
         self._listen: psycopg.Connection | None = None
+        self._listening = not pooler.configured()  # False: poll only (a transaction pooler)
+        self._probe_pending = False                 # a new LISTEN has yet to prove that it delivers
         self._work: WorkSession | None = None
         self._listen_backoff = Backoff()
         self._work_backoff = Backoff()
@@ -130,8 +137,9 @@ class Daemon:
             return EXIT_OK
         self.log("started", pid=os.getpid(), dsn=db.mask_dsn(self.config.dsn),
                  amqp=mask_url(self.config.amqp_url) if self.config.amqp_url else "none",
-                 schema=migrate.known_schema_version(), batch=self.config.batch_size, tick_interval=self.config.tick_interval,
-                 poll_interval=self.config.poll_interval)
+                 schema=migrate.known_schema_version(), batch=self.config.batch_size,
+                 tick_interval=self.config.tick_interval, poll_interval=self.config.poll_interval,
+                 pooler=pooler.TRANSACTION if pooler.configured() else None)
         while not self._stopping:
             code = self._step()
             if code is not None:
@@ -143,12 +151,8 @@ class Daemon:
     def _shutdown(self) -> None:
         if self._work is not None:
             self._work.close()
-        if self._listen is not None:
-            try:
-                self._listen.close()
-            except Exception:  # noqa: BLE001
-                pass
-        self._work = self._listen = None
+        self._close_listen()
+        self._work = None
         if self.publisher is not None:
             self.publisher.close()
         self.log("stopped", signal=self._stop_signal, published=self.totals["published"],
@@ -156,12 +160,14 @@ class Daemon:
 
     def _step(self) -> int | None:
         now = time.monotonic()
-        if self._listen is None and self._listen_backoff.ready(now):
+        if self._listening and self._listen is None and self._listen_backoff.ready(now):
             self._connect_listen()
         if self._work is None and self._work_backoff.ready(now):
             code = self._connect_work()
             if code is not None:
                 return code
+        if self._probe_pending and self._listen is not None and self._work is not None and not self._stopping:
+            self._probe_listen()
         if self.publisher is not None:
             if self.publisher.is_open:
                 self._amqp_keepalive()
@@ -170,7 +176,7 @@ class Daemon:
         now = time.monotonic()
         if now >= self._next_poll:
             self._need_drain = True
-            self._next_poll = now + self.config.poll_interval
+            self._next_poll = now + self._poll_interval
         if self._need_drain and self._work is not None and not self._stopping:
             if self._broker_open:
                 self._drain()
@@ -183,6 +189,13 @@ class Daemon:
         if not self._stopping and not self._need_drain_now():
             self._wait()
         return None
+
+    @property
+    def _poll_interval(self) -> float:
+        """Without LISTEN nothing wakes the drain early: poll at least every tick."""
+        if self._listening:
+            return self.config.poll_interval
+        return min(self.config.poll_interval, self.config.tick_interval)
 
     def _need_drain_now(self) -> bool:
         return self._need_drain and self._work is not None and self._broker_open
@@ -227,8 +240,8 @@ class Daemon:
         work = WorkSession(conn, self.log, on_lost=lambda exc: self._pg_lost("work", exc))
         try:
             problem = schema_problem(conn)
-            if problem is None:
-                work.bound()
+            if problem is None and not pooler.transaction_pooler():
+                work.bound()  # session settings would leak onto a pooler's shared server connections
             work.commit()
         except errors.FlowForgeError as exc:
             work.close()
@@ -251,15 +264,53 @@ class Daemon:
     def _connect_listen(self) -> None:
         try:
             conn = db.connect(self._dsn("listen"), autocommit=True)
-            Client(conn).listen_outbox()  # LISTEN first, then drain: nothing falls in between
+            api = Client(conn)
+            api.listen_outbox()  # LISTEN first, then drain: nothing falls in between
+            api.listen_probe()
         except errors.FlowForgeError as exc:
             self._pg_failed("listen", self._listen_backoff, exc)
             return
         self._listen = conn
+        self._probe_pending = True
         self._need_drain = True
         retries = self._listen_backoff.succeeded()
         if retries:
             self.log("pg_connected", role="listen", after_attempts=retries)
+
+    def _probe_listen(self) -> None:
+        """Notify ourselves from the work session; if the listen session never hears it, poll from now on."""
+        self._probe_pending = False
+        token = listen.probe_token()
+        try:
+            self._work.api.notify_probe(token)
+            self._work.commit()
+        except errors.FlowForgeError as exc:
+            self._work.failed("notify_probe", exc)
+            self._probe_pending = True  # again on a later step
+            return
+        try:
+            delivered = listen.await_probe(self._listen, token, on_other=lambda _note: self._outbox_written(),
+                                           stop=lambda: self._stopping)
+        except errors.FlowForgeError as exc:
+            self._pg_lost("listen", exc)
+            return
+        if delivered or self._stopping:
+            return
+        if pooler.detected("LISTEN did not deliver"):
+            self.log("pooler_detected", reason="LISTEN did not deliver",
+                     hint=f"set {pooler.POOLER_ENV}={pooler.TRANSACTION}")
+        self._listening = False
+        self._close_listen()
+        self.log("listen_not_delivering", waited=listen.PROBE_TIMEOUT, poll_interval=self._poll_interval,
+                 hint=f"behind a transaction pooler? set {pooler.POOLER_ENV}={pooler.TRANSACTION}")
+
+    def _close_listen(self) -> None:
+        if self._listen is not None:
+            try:
+                self._listen.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._listen = None
 
     def _pg_failed(self, role: str, backoff: Backoff, exc: BaseException) -> None:
         delay = backoff.failed(time.monotonic())
@@ -272,12 +323,7 @@ class Daemon:
                 self._work.close()
             self._work = None
         else:
-            if self._listen is not None:
-                try:
-                    self._listen.close()
-                except Exception:  # noqa: BLE001
-                    pass
-            self._listen = None
+            self._close_listen()
         self.log("pg_disconnected", role=role, error=db.first_line(exc))
 
     def _connect_amqp(self) -> None:
@@ -318,7 +364,7 @@ class Daemon:
     def _wait(self) -> None:
         """Sleep until the next tick or poll, a retry is due, a notification arrives, or a signal."""
         deadline = min(self._timer.next_at, self._next_poll)
-        for backoff, down in ((self._listen_backoff, self._listen is None),
+        for backoff, down in ((self._listen_backoff, self._listening and self._listen is None),
                               (self._work_backoff, self._work is None),
                               (self._amqp_backoff, self.publisher is not None and not self.publisher.is_open)):
             if down:

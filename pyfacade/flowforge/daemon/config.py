@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from .. import db, errors
+from ..db import pooler
 
 # Environment variables (flags override them; FLOWFORGE_DSN and FLOWFORGE_AMQP_URL live in config;
 # the outbox lease has no flag).
@@ -57,6 +58,7 @@ def resolve_config(dsn: str, amqp_url: str | None, *, tick_interval: float | Non
     if not 3 <= lease <= 3600:
         raise errors.InvalidArgument(f"{OUTBOX_LEASE_ENV} must be between 3 and 3600 seconds, got {lease}")
     db.parse_dsn(dsn)
+    pooler.configured()  # FF003 for an unknown FLOWFORGE_POOLER, before anything connects
     return DaemonConfig(dsn=dsn, amqp_url=amqp_url, tick_interval=tick, batch_size=batch, poll_interval=poll,
                         outbox_lease=lease)
 

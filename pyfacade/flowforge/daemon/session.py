@@ -15,6 +15,7 @@ import psycopg
 
 from .. import db, errors
 from ..client import Client
+from ..db import pooler
 from .log import EventLog
 
 STATEMENT_TIMEOUT = "30s"
@@ -51,6 +52,13 @@ class WorkSession:
     def failed(self, op: str, exc: errors.FlowForgeError) -> None:
         """A statement failed: a broken connection is reconnected, anything else is rolled back and logged."""
         if self.conn.closed or self.conn.broken:
+            self._on_lost(exc)
+            return
+        if pooler.is_prepared_statement_error(exc):
+            # A transaction pooler: reconnect, and the new session prepares nothing on the server.
+            if pooler.detected(f"SQLSTATE {exc.sqlstate} on the work session"):
+                self._log("pooler_detected", reason=f"SQLSTATE {exc.sqlstate} on the work session",
+                          hint=f"set {pooler.POOLER_ENV}={pooler.TRANSACTION}")
             self._on_lost(exc)
             return
         try:

@@ -21,6 +21,7 @@ import psycopg
 from psycopg import conninfo as _conninfo
 
 from .. import errors
+from . import pooler
 
 APPLICATION_NAME = "flowforge"
 DEFAULT_CONNECT_TIMEOUT = 5  # seconds; an unreachable host must fail fast in the CLI
@@ -50,6 +51,8 @@ def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:
     """Open a psycopg 3 connection, failing fast and in FlowForge terms.
 
     The connect timeout defaults to a few seconds unless the DSN names one.
+    Behind a transaction pooler (``pooler``) no statement is ever prepared
+    on the server.
     """
     parts = parse_dsn(dsn)
     extra: dict[str, object] = {}
@@ -58,6 +61,8 @@ def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:
     if "application_name" not in parts:
         extra["application_name"] = APPLICATION_NAME
     try:
+        if pooler.transaction_pooler():
+            extra["prepare_threshold"] = None
         return psycopg.connect(dsn, autocommit=autocommit, **extra)
     except psycopg.OperationalError as exc:
         raise errors.DatabaseUnavailable(

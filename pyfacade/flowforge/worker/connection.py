@@ -17,6 +17,7 @@ import psycopg
 
 from .. import db, errors
 from ..client import Client
+from ..db import pooler
 
 log = logging.getLogger("flowforge.worker")
 
@@ -53,6 +54,7 @@ class SharedConnection:
         API's answers to a repeat (FF004/FF005) are how the caller learns it.
         """
         attempt = 0
+        reprepared = False
         while True:
             with self._lock:
                 try:
@@ -62,7 +64,18 @@ class SharedConnection:
                             self._configure(self._conn)
                         self._client = Client(self._conn)
                     return api_call(self._client)
-                except errors.DatabaseUnavailable as exc:
+                except errors.FlowForgeError as exc:
+                    if pooler.is_prepared_statement_error(exc) and not reprepared:
+                        # A transaction pooler: the statement never ran.  Send it again on a new
+                        # connection, which prepares nothing on the server.
+                        reason = f"SQLSTATE {exc.sqlstate} on the {self._label} connection"
+                        if pooler.detected(reason):
+                            log.warning(pooler.DETECTED.format(reason=reason))
+                        self._discard()
+                        reprepared = True
+                        continue
+                    if not isinstance(exc, errors.DatabaseUnavailable):
+                        raise
                     self._discard()
                     if give_up():
                         raise

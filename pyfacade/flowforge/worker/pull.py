@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 from .. import db, errors
 from ..client import Client
+from ..db import listen as listen_probe, pooler
 from .connection import SharedConnection, reconnect_delay
 from .decode import tolerate_undecodable_jsonb
 from .jobs import InFlight, Job
@@ -51,16 +52,29 @@ class PullQueues:
         self._submit = submit
         self._stop = stop      # stop claiming
         self._wake = wake      # something to claim, or capacity freed
+        self._claims = SharedConnection(self._dsn, "claim", configure=tolerate_undecodable_jsonb)
 
     def listen(self) -> None:
-        """The LISTEN thread: wake the claim loop on every notification, reconnecting until stop."""
+        """The LISTEN thread: wake the claim loop on every notification, reconnecting until stop.
+
+        Behind a transaction pooler (configured, or LISTEN found not to
+        deliver) it ends, and the claim loop's poll is all there is.
+        """
+        if pooler.configured():
+            log.info("behind a transaction pooler (%s=transaction): no LISTEN, polling every %g s",
+                     pooler.POOLER_ENV, self._poll_interval)
+            return
         attempt = 0
         while not self._stop.is_set():
             conn = None
             try:
                 conn = db.connect(self._dsn, autocommit=True)
-                Client(conn).listen_ready()
+                api = Client(conn)
+                api.listen_ready()
+                api.listen_probe()
                 attempt = 0
+                if not self._delivers(conn):
+                    return
                 with db.mapped_errors():
                     self._wake.set()  # anything made ready while we were not listening
                     while not self._stop.is_set():
@@ -79,9 +93,24 @@ class PullQueues:
                     except Exception:  # noqa: BLE001
                         pass
 
+    def _delivers(self, conn) -> bool:
+        """Notify ourselves from the claim connection; False (and polling from now on) if it never arrives."""
+        token = listen_probe.probe_token()
+        self._claims.call(lambda api: api.notify_probe(token), give_up=self._stop.is_set)
+        if listen_probe.await_probe(conn, token, on_other=lambda _note: self._wake.set(), stop=self._stop.is_set):
+            return True
+        if self._stop.is_set():
+            return False
+        if pooler.detected("LISTEN did not deliver"):
+            log.warning(pooler.DETECTED.format(reason="LISTEN did not deliver"))
+        log.warning("listen_not_delivering: a notification this worker sent itself did not arrive within %g s "
+                    "(a transaction pooler?); polling every %g s instead", listen_probe.PROBE_TIMEOUT,
+                    self._poll_interval)
+        return False
+
     def claim_loop(self) -> None:
         """Claim while there is capacity, until stop (or the database is away while stopping)."""
-        claims = SharedConnection(self._dsn, "claim", configure=tolerate_undecodable_jsonb)
+        claims = self._claims
         lease = timedelta(seconds=self._lease)
         try:
             warned = False
