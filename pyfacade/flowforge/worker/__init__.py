@@ -25,11 +25,18 @@ Pull queues
 Push queues
     With an AMQP URL, a queue configured with an exchange
     (``flowforge queue configure NAME --exchange X``) is consumed from
-    RabbitMQ instead: the worker declares a durable queue ``flowforge.<name>``
-    bound to the exchange, takes each delivered task with ``heartbeat`` (its
-    fencing token came in the message), runs it, completes or fails it, and
-    acks only after that committed.  A stale or redelivered message (FF004 /
-    FF005 / FF001 on the first heartbeat) is acked and dropped.
+    RabbitMQ instead: the worker declares the exchange and the durable AMQP
+    queue ``queue_settings`` names (``flowforge.<database>.<org>.<queue>``)
+    bound with its routing key, takes each delivered task with ``heartbeat``
+    (its fencing token came in the message), runs it, completes or fails it,
+    and acks only after that committed.  A stale or redelivered message
+    (FF004 / FF005 on the first heartbeat) is acked and dropped; one it
+    cannot place (malformed, another database's, FF001) is rejected to the
+    queue's dead-letter exchange, with an error line.
+Behind a transaction pooler
+    ``FLOWFORGE_POOLER=transaction``, or found out (LISTEN does not deliver
+    the worker's own NOTIFY, a prepared-statement error): no server-side
+    prepared statements, no LISTEN, the claim loop polls (``db.pooler``).
 Leases
     Every in-flight task is heartbeaten every ``lease / 3`` seconds.  When a
     heartbeat is refused the task is no longer ours: ``ctx.lease_lost``
