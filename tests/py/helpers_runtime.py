@@ -5,7 +5,8 @@
   hoping something happened), ``wait_finished`` for a run;
 * workers: ``fast_worker`` and the ``running`` fixture (in-process, background threads);
 * the daemon as a subprocess: ``DaemonProcess`` and the ``daemons`` fixture;
-* faults: ``TcpProxy`` (a forwarder process to start late, SIGSTOP or kill) and
+* faults: ``TcpProxy`` (a forwarder process to start late, SIGSTOP or kill; the ``proxies``
+  fixture stops them all) and
   ``PgBouncer`` (a real pgbouncer on a free loopback port);
 * the broker: the ``amqp_url`` fixture; ``Broker`` (the ``broker`` fixture), a test's own
   exchange with a queue bound to it by ``#``; ``setup_push``, ``start_runs``, ``outbox``,
@@ -363,6 +364,23 @@ class TcpProxy:
             self.proc.send_signal(signal.SIGCONT)  # a stopped process must run to die of SIGKILL promptly
             self.proc.kill()
             self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def proxies():
+    """Start ``TcpProxy`` processes (``proxies(target_port, port=0)``); every one is stopped after the test."""
+    started: list[TcpProxy] = []
+
+    def launch(target_port: int, port: int = 0) -> TcpProxy:
+        proxy = TcpProxy(target_port, port=port)
+        started.append(proxy)
+        return proxy
+
+    try:
+        yield launch
+    finally:
+        for proxy in started:
+            proxy.stop()
 
 
 class PgBouncer:

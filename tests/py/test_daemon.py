@@ -22,7 +22,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from helpers_runtime import (  # noqa: F401 - fixtures
-    PUSH_QUEUE, Received, TcpProxy, amqp_url, broker, daemons, free_port, outbox, setup_push, start_runs, unpublished,
+    PUSH_QUEUE, Received, amqp_url, broker, daemons, free_port, outbox, proxies, setup_push, start_runs, unpublished,
     wait_until,
 )
 
@@ -321,7 +321,7 @@ def leased(dsn: str) -> set[str]:
             "WHERE published_at IS NULL AND next_attempt_at > now()")}
 
 
-def test_a_hung_broker_holds_no_transaction_or_row_lock(migrated_dsn, broker, amqp_url, daemons):
+def test_a_hung_broker_holds_no_transaction_or_row_lock(migrated_dsn, broker, amqp_url, daemons, proxies):
     """Issue 12, item 7: the drain kept its transaction (and the rows' locks) open across broker I/O.
 
     The daemon's broker connection goes through a forwarder that is then
@@ -330,7 +330,7 @@ def test_a_hung_broker_holds_no_transaction_or_row_lock(migrated_dsn, broker, am
     lock, and a second daemon publishes every other row.
     """
     setup_push(migrated_dsn, broker.exchange)
-    proxy = TcpProxy(5672)
+    proxy = proxies(5672)
     lease = {"FLOWFORGE_OUTBOX_LEASE": "20"}
     try:
         hung_url = f"amqp://guest:guest@127.0.0.1:{proxy.port}/%2F"
@@ -364,7 +364,6 @@ def test_a_hung_broker_holds_no_transaction_or_row_lock(migrated_dsn, broker, am
     broker.consume(until=lambda: all_ids <= set(broker.ids()), timeout=60)
     wait_until(lambda: unpublished(migrated_dsn) == 0, 30, "every row marked published")
     assert hung.stop() == 0 and other.stop() == 0
-    proxy.stop()
     broker.settle(quiet=0.3)
     ids = broker.ids()
     assert set(ids) == all_ids

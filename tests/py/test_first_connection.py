@@ -19,7 +19,7 @@ from psycopg import sql as pgsql
 from psycopg.conninfo import make_conninfo
 
 from helpers_runtime import (  # noqa: F401 - fixtures
-    TcpProxy, daemons, define, fast_worker, free_port, running, sql, start, wait_finished, wait_until,
+    daemons, define, fast_worker, free_port, proxies, running, sql, start, wait_finished, wait_until,
 )
 
 
@@ -38,7 +38,7 @@ def register(worker) -> None:
     worker.register("b", lambda ctx, input: {"n": input["deps"]["a"]["n"] + 1})
 
 
-def test_worker_started_before_the_database_is_reachable_comes_up_and_drains(migrated_dsn, running, caplog):
+def test_worker_started_before_the_database_is_reachable_comes_up_and_drains(migrated_dsn, running, proxies, caplog):
     caplog.set_level(logging.WARNING)
     runs = serve_three_runs(migrated_dsn)
     port = free_port()  # nothing listens here yet: every connection is refused
@@ -48,14 +48,11 @@ def test_worker_started_before_the_database_is_reachable_comes_up_and_drains(mig
     wait_until(lambda: retries_logged(caplog, "cannot connect") >= 3, 30, "the worker to retry its first connection")
     assert not worker.join(0), "the worker gave up"
 
-    proxy = TcpProxy(5432, port=port)  # the database "comes up" on that port
-    try:
-        for run_id in runs:
-            assert wait_finished(migrated_dsn, run_id, timeout=30) == "succeeded"
-        worker.stop()
-        assert worker.join(15)
-    finally:
-        proxy.stop()
+    proxies(5432, port=port)  # the database "comes up" on that port
+    for run_id in runs:
+        assert wait_finished(migrated_dsn, run_id, timeout=30) == "succeeded"
+    worker.stop()
+    assert worker.join(15)
 
 
 @pytest.fixture
