@@ -1,6 +1,7 @@
 # FlowForge developer entry points.
 #   make test   system tools + services + venv, then the SQL suite (pgTAP,
-#               plpgsql_check) and the Python suite (pytest)
+#               plpgsql_check) and the Python suite (pytest; its pooler tests
+#               start their own pgbouncer, so the package is a system dep)
 #   make demo   the no-database-server path: embedded PostgreSQL via pgserver
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -61,6 +62,7 @@ system-deps:
 	test -f $(PGEXT)/plpgsql_check.control || missing="$$missing postgresql-$(PGVER)-plpgsql-check"; \
 	python3 -c 'import ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v rabbitmq-server >/dev/null || missing="$$missing rabbitmq-server"; \
+	command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || missing="$$missing pgbouncer"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 	    echo "missing system packages:$$missing"; \

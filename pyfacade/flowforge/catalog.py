@@ -1,4 +1,4 @@
-"""Read-only facts about the server and its catalog, for doctor, migrate and the daemon's schema check.
+"""Read-only facts about the server and its catalog, for doctor, migrate and the daemon's checks.
 
 The companion of ``Client``, in the same style: one method per question, one
 named statement of ``flowforge.queries`` each, errors mapped by SQLSTATE.
@@ -95,3 +95,10 @@ class Catalog:
         """Each signature (types as ``regtype`` spells them) → the oid of that function, or None."""
         rows = fetch_all(self.conn, queries.REGPROCEDURES, {"signatures": list(signatures)})
         return {row["signature"]: row["oid"] for row in rows}
+
+    def current_database(self) -> str:
+        return fetch_value(self.conn, queries.CURRENT_DATABASE)
+
+    def outbox_waiting(self) -> int:
+        """Unpublished outbox messages of every organization (the ``outbox_backlog`` inspection view)."""
+        return fetch_value(self.conn, queries.OUTBOX_WAITING)

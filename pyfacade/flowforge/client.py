@@ -183,9 +183,11 @@ class Client:
         execute(self.conn, queries.LISTEN_READY)
 
     def claim(self, queues: Sequence[str], worker: str, lease: Interval = "30 seconds",
-              batch: int = 1) -> list[ClaimedTask]:
+              batch: int = 1, task_names: Sequence[str] | None = None) -> list[ClaimedTask]:
+        """Take up to ``batch`` ready tasks; with ``task_names``, only tasks of those names."""
         return fetch_all(self.conn, queries.CLAIM, {
             "queues": list(queues), "worker": worker, "lease": lease, "batch": batch,
+            "task_names": None if task_names is None else list(task_names),
         }, row=_CLAIMED)
 
     def heartbeat(self, task_run_id: uuid.UUID, fencing_token: int, lease: Interval = "30 seconds") -> datetime:
@@ -221,6 +223,14 @@ class Client:
     def reap_expired_leases(self, max_rows: int = 1000) -> int:
         return fetch_value(self.conn, queries.REAP_EXPIRED_LEASES, {"max_rows": max_rows})
 
+    def listen_probe(self) -> None:
+        """LISTEN on ``flowforge_probe``, where a process checks that LISTEN delivers (``db.listen``)."""
+        execute(self.conn, queries.LISTEN_PROBE)
+
+    def notify_probe(self, token: str) -> None:
+        """NOTIFY ``flowforge_probe`` with ``token`` (delivered at commit)."""
+        execute(self.conn, queries.NOTIFY_PROBE, {"token": token})
+
     def listen_outbox(self) -> None:
         """LISTEN on ``flowforge_outbox``, notified when a transaction wrote outbox rows."""
         execute(self.conn, queries.LISTEN_OUTBOX)
@@ -232,9 +242,9 @@ class Client:
             "idle_in_transaction_timeout": idle_in_transaction_timeout,
         })
 
-    def take_outbox(self, batch: int = 100) -> list[OutboxMessage]:
-        """The oldest unpublished messages, locked until this transaction ends."""
-        return fetch_all(self.conn, queries.TAKE_OUTBOX, {"batch": batch}, row=_OUTBOX)
+    def take_outbox(self, batch: int = 100, lease: Interval = "30 seconds") -> list[OutboxMessage]:
+        """Available unpublished messages, held from other takers for ``lease``: commit, then publish, then settle."""
+        return fetch_all(self.conn, queries.TAKE_OUTBOX, {"batch": batch, "lease": lease}, row=_OUTBOX)
 
     def mark_published(self, ids: Sequence[uuid.UUID]) -> int:
         return fetch_value(self.conn, queries.MARK_PUBLISHED, {"ids": list(ids)})

@@ -181,6 +181,15 @@ SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I.%I', n.nspname, c.relname) A
  WHERE n.nspname = 'flowforge' AND NOT i.indisvalid
 """
 
+# What a push worker compares a message's "database" with: the database its
+# session is in (behind a pooler, not necessarily the name in the DSN).
+CURRENT_DATABASE = "SELECT current_database() AS name"
+
+# A daemon with no broker says how much push work waits for one.  Read from
+# the inspection view (flowforge_readonly and superusers may; a login that may
+# not is told so once and the daemon goes on without the count).
+OUTBOX_WAITING = "SELECT coalesce(sum(messages), 0)::bigint AS unpublished FROM flowforge.outbox_backlog"
+
 # --- embedded server bootstrap ---------------------------------------------
 
 EMBEDDED_DATABASE_EXISTS = """
@@ -196,6 +205,13 @@ LISTEN_READY = "LISTEN flowforge_ready"
 
 # The channel flowforge._dispatch_rows notifies (once per transaction that wrote outbox rows).
 LISTEN_OUTBOX = "LISTEN flowforge_outbox"
+
+# Does LISTEN deliver?  A process LISTENs here too and notifies itself a fresh
+# token from another connection (db.listen); behind a transaction pooler it
+# never arrives.
+LISTEN_PROBE = "LISTEN flowforge_probe"
+
+NOTIFY_PROBE = "SELECT pg_notify('flowforge_probe', %(token)s::text)"
 
 # The daemon's work session bounds everything it does, so a hung broker or a
 # lock queue cannot hold outbox row locks or an open transaction for long.
@@ -275,18 +291,19 @@ SELECT flowforge.configure_queue(name => %(name)s::text, exchange => %(exchange)
                                  routing_key => %(routing_key)s::text, dispatch_lease => %(dispatch_lease)s::interval)
 """
 
-# The push worker: where a push queue's tasks are published.
+# The push worker: where a push queue's tasks are published, and the AMQP queue to bind for them.
 QUEUE_SETTINGS = """
-SELECT name, exchange, routing_key, dispatch_lease
+SELECT name, exchange, routing_key, dispatch_lease, amqp_queue
   FROM flowforge.queue_settings(names => %(names)s::text[])
 """
 
 # --- the SQL API: the worker protocol (worker SDK) -----------------------------
 
+# task_names: only tasks the caller has handlers for (NULL: any task of the queues).
 CLAIM = """
 SELECT task_run_id, workflow_run_id, task_key, attempt, fencing_token, input, lease_expires_at
   FROM flowforge.claim(queues => %(queues)s::text[], worker => %(worker)s::text, lease => %(lease)s::interval,
-                       batch => %(batch)s::int)
+                       batch => %(batch)s::int, task_names => %(task_names)s::text[])
 """
 
 HEARTBEAT = """
@@ -318,11 +335,12 @@ TICK = "SELECT flowforge.tick() AS counts"
 
 REAP_EXPIRED_LEASES = "SELECT flowforge.reap_expired_leases(max_rows => %(max_rows)s::int) AS reaped"
 
-# Oldest unpublished rows, locked FOR UPDATE SKIP LOCKED until this transaction
-# ends.  payload::text: the body is sent exactly as the database wrote it.
+# Available unpublished rows, each taken under a lease (its next_attempt_at moved
+# past it) that the caller commits at once: no lock is held across broker I/O.
+# payload::text: the body is sent exactly as the database wrote it.
 TAKE_OUTBOX = """
 SELECT id, exchange, routing_key, message_id, payload::text AS body
-  FROM flowforge.take_outbox(batch => %(batch)s::int)
+  FROM flowforge.take_outbox(batch => %(batch)s::int, lease => %(lease)s::interval)
 """
 
 MARK_PUBLISHED = "SELECT flowforge.mark_published(ids => %(ids)s::uuid[]) AS marked"

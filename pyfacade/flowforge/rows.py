@@ -37,12 +37,18 @@ class CompletionOutcome:
 
 @dataclass(frozen=True, slots=True)
 class QueueSetting:
-    """One row of ``flowforge.queue_settings``; ``exchange`` is None for a pull queue."""
+    """One row of ``flowforge.queue_settings``; ``exchange`` is None for a pull queue.
+
+    ``routing_key`` is what dispatch publishes with and ``amqp_queue`` the
+    durable queue a push consumer binds with it: both unique per database and
+    organization unless the queue was configured with its own routing key.
+    """
 
     name: str
     exchange: str | None
     routing_key: str | None
     dispatch_lease: timedelta
+    amqp_queue: str
 
 
 @dataclass(frozen=True, slots=True)

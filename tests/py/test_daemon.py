@@ -13,16 +13,7 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import uuid
-from pathlib import Path
-from typing import Callable
 
 import pika
 import pika.exceptions
@@ -30,194 +21,12 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-AMQP_URL_ENV = "FLOWFORGE_TEST_AMQP_URL"
-DEFAULT_AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
-PUSH_QUEUE = "pushq"
+from helpers_runtime import (  # noqa: F401 - fixtures
+    PUSH_QUEUE, Received, amqp_url, broker, daemons, free_port, outbox, proxies, setup_push, start_runs, unpublished,
+    wait_until,
+)
+
 DAEMON_APP_PREFIX = "flowforge-daemon"
-
-
-# --- broker -----------------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def amqp_url() -> str:
-    url = os.environ.get(AMQP_URL_ENV) or DEFAULT_AMQP_URL
-    params = pika.URLParameters(url)
-    params.socket_timeout = params.stack_timeout = 5
-    params.connection_attempts = 1
-    try:
-        pika.BlockingConnection(params).close()
-    except (pika.exceptions.AMQPError, OSError) as exc:
-        pytest.fail(f"test RabbitMQ not reachable at {url} ({AMQP_URL_ENV}): {exc!r}", pytrace=False)
-    return url
-
-
-class Received:
-    """One delivered message."""
-
-    def __init__(self, method, props, body: bytes):
-        self.message_id = props.message_id
-        self.content_type = props.content_type
-        self.delivery_mode = props.delivery_mode
-        self.routing_key = method.routing_key
-        self.payload = json.loads(body)
-
-
-class Broker:
-    """A unique durable topic exchange and an exclusive queue bound to it with '#'."""
-
-    def __init__(self, url: str):
-        self.exchange = f"fftest.{uuid.uuid4().hex[:12]}"
-        self._conn = pika.BlockingConnection(pika.URLParameters(url))
-        self._ch = self._conn.channel()
-        self._ch.exchange_declare(self.exchange, exchange_type="topic", durable=True)
-        self.queue = self._ch.queue_declare("", exclusive=True).method.queue
-        self._ch.queue_bind(self.queue, self.exchange, routing_key="#")
-        self._ch.basic_qos(prefetch_count=200)
-        self._consumer = None
-        self.received: list[Received] = []
-
-    def consume(self, handler: Callable[[Received], None] | None = None, *, until: Callable[[], bool],
-                timeout: float, idle: float = 0.1) -> None:
-        """Take messages (handler each, then ack) until ``until()`` holds; fail after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        if self._consumer is None:
-            self._consumer = self._ch.consume(self.queue, inactivity_timeout=idle)
-        while True:
-            if until():
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout}s; received {len(self.received)} message(s)")
-            method, props, body = next(self._consumer)
-            if method is None:
-                continue
-            message = Received(method, props, body)
-            self.received.append(message)
-            if handler is not None:
-                handler(message)
-            self._ch.basic_ack(method.delivery_tag)
-
-    def settle(self, quiet: float = 0.5, timeout: float = 15) -> None:
-        """Consume until no message arrived for ``quiet`` seconds (the broker has handed over everything)."""
-        last = {"n": len(self.received), "at": time.monotonic()}
-
-        def quiet_enough() -> bool:
-            if len(self.received) != last["n"]:
-                last["n"], last["at"] = len(self.received), time.monotonic()
-            return time.monotonic() - last["at"] >= quiet
-
-        self.consume(until=quiet_enough, timeout=timeout)
-
-    def drop_exchange(self) -> None:
-        """Delete the exchange (and with it the queue's binding), as if nobody had declared it."""
-        self._ch.exchange_delete(self.exchange)
-
-    def exchange_exists(self) -> bool:
-        probe = self._conn.channel()
-        try:
-            probe.exchange_declare(self.exchange, passive=True)
-        except pika.exceptions.ChannelClosedByBroker as exc:
-            assert exc.reply_code == 404, exc
-            return False
-        probe.close()
-        return True
-
-    def bind(self, routing_key: str = "#") -> None:
-        self._ch.queue_bind(self.queue, self.exchange, routing_key=routing_key)
-
-    def ids(self) -> list[str]:
-        return [m.message_id for m in self.received]
-
-    def close(self) -> None:
-        try:
-            if self._consumer is not None:
-                self._ch.cancel()
-            self._ch.exchange_delete(self.exchange)
-        finally:
-            self._conn.close()
-
-
-@pytest.fixture
-def broker(amqp_url):
-    b = Broker(amqp_url)
-    try:
-        yield b
-    finally:
-        b.close()
-
-
-def closed_port() -> int:
-    """A local TCP port nothing listens on (bound, then released)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-# --- the daemon subprocess ------------------------------------------------------------
-
-class DaemonProcess:
-    def __init__(self, dsn: str, amqp_url: str, *args: str):
-        self._log = tempfile.NamedTemporaryFile("w+", prefix="ffdaemon-", suffix=".log", delete=False)
-        self.log_path = Path(self._log.name)
-        cmd = [sys.executable, "-m", "flowforge.cli", "daemon", "--dsn", dsn, "--amqp-url", amqp_url,
-               "--tick-interval", "0.2", "--poll-interval", "1", *args]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self._log, env=os.environ.copy())
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def events(self, name: str) -> list[dict[str, str]]:
-        out = []
-        for line in self.log.splitlines():
-            fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
-            if fields.get("event") == name:
-                out.append(fields)
-        return out
-
-    def wait_for_event(self, name: str, timeout: float = 15) -> None:
-        wait_until(lambda: self.events(name) or self.proc.poll() is not None, timeout, f"daemon event {name}")
-        assert self.events(name), f"daemon exited ({self.proc.returncode}) before {name}:\n{self.log}"
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        return self.proc.wait(timeout=timeout)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def cleanup(self) -> None:
-        self.kill()
-        self._log.close()
-        self.log_path.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def daemons():
-    started: list[DaemonProcess] = []
-
-    def start(dsn: str, amqp_url: str, *args: str) -> DaemonProcess:
-        d = DaemonProcess(dsn, amqp_url, *args)
-        started.append(d)
-        return d
-
-    try:
-        yield start
-    finally:
-        for d in started:
-            d.cleanup()
-
-
-def wait_until(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 # --- the database side ------------------------------------------------------------------
@@ -226,41 +35,10 @@ def db(dsn: str) -> psycopg.Connection:
     return psycopg.connect(dsn, autocommit=True)
 
 
-def setup_push(dsn: str, exchange: str, *, diamond: bool = False) -> None:
-    tasks = ([{"key": "a", "queue": PUSH_QUEUE},
-              {"key": "b", "queue": PUSH_QUEUE, "depends_on": ["a"]},
-              {"key": "c", "queue": PUSH_QUEUE, "depends_on": ["a"]},
-              {"key": "d", "queue": PUSH_QUEUE, "depends_on": ["b", "c"]}]
-             if diamond else [{"key": "only", "queue": PUSH_QUEUE}])
-    with db(dsn) as conn:
-        conn.execute("SELECT flowforge.define_workflow(%s::jsonb)",
-                     (json.dumps({"name": "push", "tasks": tasks}),))
-        conn.execute("SELECT flowforge.configure_queue(%s::text, %s::text)", (PUSH_QUEUE, exchange))
-
-
-def start_runs(dsn: str, n: int) -> list[str]:
-    with db(dsn) as conn:
-        return [r[0] for r in conn.execute(
-            "SELECT flowforge.start_run('push', jsonb_build_object('i', i)) FROM generate_series(1, %s) i", (n,))]
-
-
-def outbox(dsn: str) -> tuple[set[str], set[str]]:
-    """(message ids of every outbox row, message ids of the rows marked published)."""
-    with db(dsn) as conn:
-        rows = conn.execute(
-            "SELECT task_run_id::text || ':' || fencing_token_snapshot, published_at IS NOT NULL "
-            "FROM flowforge.outbox_message").fetchall()
-    return {r[0] for r in rows}, {r[0] for r in rows if r[1]}
-
-
-def unpublished(dsn: str) -> int:
-    with db(dsn) as conn:
-        return conn.execute("SELECT count(*) FROM flowforge.outbox_message WHERE published_at IS NULL").fetchone()[0]
-
-
 def run_states(dsn: str) -> collections.Counter:
     with db(dsn) as conn:
         return collections.Counter(r[0] for r in conn.execute("SELECT state FROM flowforge.workflow_run"))
+
 
 
 class Consumer:
@@ -354,8 +132,10 @@ def test_kill_9_mid_drain_then_restart_delivers_every_generation(migrated_dsn, b
     all_ids, _ = outbox(migrated_dsn)
     assert len(all_ids) == total
 
+    # A killed daemon's batch comes back when its take lease runs out: keep that short here.
+    lease = {"FLOWFORGE_OUTBOX_LEASE": "5"}
     for crash in range(crashes):
-        daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch))
+        daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch), env=lease)
         seen = len(broker.received)
         broker.consume(until=lambda: len(broker.received) > seen, timeout=20)  # it is publishing now
         daemon.kill()  # SIGKILL: no chance to finish the batch or mark anything
@@ -364,7 +144,7 @@ def test_kill_9_mid_drain_then_restart_delivers_every_generation(migrated_dsn, b
         assert published <= set(broker.ids()), "a row was marked published that never reached the broker"
         assert unpublished(migrated_dsn) > 0, f"crash {crash}: the daemon finished before the kill (test too easy)"
 
-    daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch))
+    daemon = daemons(migrated_dsn, amqp_url, "--batch-size", str(batch), env=lease)
     broker.consume(until=lambda: all_ids <= set(broker.ids()), timeout=30)
     wait_until(lambda: unpublished(migrated_dsn) == 0, 10, "every row marked published")
     assert daemon.stop() == 0
@@ -397,7 +177,7 @@ def test_terminated_database_connections_are_reconnected(migrated_dsn, broker, a
 def test_broker_unreachable_marks_nothing_and_the_backlog_drains_later(migrated_dsn, broker, amqp_url, daemons):
     setup_push(migrated_dsn, broker.exchange)
     start_runs(migrated_dsn, 10)
-    bad_url = f"amqp://guest:guest@127.0.0.1:{closed_port()}/%2F"
+    bad_url = f"amqp://guest:guest@127.0.0.1:{free_port()}/%2F"
     down = daemons(migrated_dsn, bad_url)
     wait_until(lambda: len(down.events("amqp_error")) >= 3, 15, "repeated amqp_error (backoff)")
     start_runs(migrated_dsn, 5)  # more work while the broker is away
@@ -515,3 +295,76 @@ def test_refused_messages_do_not_block_newer_ones(migrated_dsn, broker, amqp_url
         cleanup = pika.BlockingConnection(pika.URLParameters(amqp_url))
         cleanup.channel().exchange_delete(blocked_exchange)
         cleanup.close()
+
+
+def work_backend(dsn: str, exclude: set[int] = frozenset()) -> dict | None:
+    """The daemon's work session (pid, state, whether it holds a transaction id), if exactly one is connected."""
+    with db(dsn) as conn:
+        rows = conn.execute(
+            "SELECT pid, state, backend_xid IS NOT NULL FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name = 'flowforge-daemon-work'").fetchall()
+    rows = [r for r in rows if r[0] not in exclude]
+    return {"pid": rows[0][0], "state": rows[0][1], "has_xid": rows[0][2]} if len(rows) == 1 else None
+
+
+def outbox_locks(dsn: str, pid: int) -> int:
+    with db(dsn) as conn:
+        return conn.execute("SELECT count(*) FROM pg_locks WHERE pid = %s AND relation = "
+                            "'flowforge.outbox_message'::regclass", (pid,)).fetchone()[0]
+
+
+def leased(dsn: str) -> set[str]:
+    """Message ids of unpublished rows a daemon has taken (their next attempt pushed past now)."""
+    with db(dsn) as conn:
+        return {r[0] for r in conn.execute(
+            "SELECT task_run_id::text || ':' || fencing_token_snapshot FROM flowforge.outbox_message "
+            "WHERE published_at IS NULL AND next_attempt_at > now()")}
+
+
+def test_a_hung_broker_holds_no_transaction_or_row_lock(migrated_dsn, broker, amqp_url, daemons, proxies):
+    """Issue 12, item 7: the drain kept its transaction (and the rows' locks) open across broker I/O.
+
+    The daemon's broker connection goes through a forwarder that is then
+    frozen (SIGSTOP): connected, silent.  While the daemon waits for confirms
+    of the batch it took, its session holds no transaction and no outbox row
+    lock, and a second daemon publishes every other row.
+    """
+    setup_push(migrated_dsn, broker.exchange)
+    proxy = proxies(5672)
+    lease = {"FLOWFORGE_OUTBOX_LEASE": "20"}
+    try:
+        hung_url = f"amqp://guest:guest@127.0.0.1:{proxy.port}/%2F"
+        hung = daemons(migrated_dsn, hung_url, "--batch-size", "5", env=lease)
+        hung.wait_for_event("amqp_connected")
+        first = wait_until(lambda: work_backend(migrated_dsn), 10, "the daemon's work session")
+        proxy.freeze()
+        start_runs(migrated_dsn, 20)
+
+        def taken_and_waiting():
+            session = work_backend(migrated_dsn)
+            return session is not None and (session["state"] == "idle in transaction"
+                                            or len(leased(migrated_dsn)) == 5)
+        wait_until(taken_and_waiting, 15, "the hung daemon to take a batch")
+        session = work_backend(migrated_dsn)
+        assert session["pid"] == first["pid"]
+        assert session["state"] == "idle" and not session["has_xid"], session
+        assert outbox_locks(migrated_dsn, session["pid"]) == 0
+        held = leased(migrated_dsn)
+        assert len(held) == 5
+
+        other = daemons(migrated_dsn, amqp_url, "--batch-size", "5", env=lease)
+        broker.consume(until=lambda: len(set(broker.ids())) >= 15, timeout=20)
+        assert not held & set(broker.ids()), "the other daemon published rows the hung one holds"
+        assert not hung.events("published"), "the frozen broker confirmed something"
+        assert outbox_locks(migrated_dsn, first["pid"]) == 0  # still hung, still holding nothing
+    finally:
+        proxy.thaw()
+
+    all_ids, _ = outbox(migrated_dsn)
+    broker.consume(until=lambda: all_ids <= set(broker.ids()), timeout=60)
+    wait_until(lambda: unpublished(migrated_dsn) == 0, 30, "every row marked published")
+    assert hung.stop() == 0 and other.stop() == 0
+    broker.settle(quiet=0.3)
+    ids = broker.ids()
+    assert set(ids) == all_ids
+    assert len(ids) - len(all_ids) <= 5, "more than the hung batch was published twice"

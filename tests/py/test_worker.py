@@ -8,98 +8,24 @@ it SIGTERM, as an operator (or Kubernetes) would.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import threading
 import time
 import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
-from psycopg.types.json import Jsonb
 
 import flowforge
 from flowforge import errors
+from helpers_runtime import (  # noqa: F401 - running is a fixture
+    FLOWFORGE, define, events, fast_worker, running, sql, start, tasks, wait_finished, wait_until,
+)
 
-FLOWFORGE = Path(sys.executable).with_name("flowforge")
 AMQP_URL = os.environ.get("FLOWFORGE_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672/")
-
-
-# --- helpers ---------------------------------------------------------------------
-
-def sql(dsn: str, query: str, *params):
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        cur = conn.execute(query, params)
-        return cur.fetchall() if cur.description else None
-
-
-def define(dsn: str, spec: dict) -> None:
-    sql(dsn, "SELECT flowforge.define_workflow(%s)", Jsonb(spec))
-
-
-def start(dsn: str, workflow: str, run_input: dict | None = None) -> uuid.UUID:
-    return sql(dsn, "SELECT flowforge.start_run(%s, %s)", workflow, Jsonb(run_input or {}))[0][0]
-
-
-def run_state(dsn: str, run_id) -> str:
-    return sql(dsn, "SELECT state FROM flowforge.workflow_run WHERE id = %s", run_id)[0][0]
-
-
-def tasks(dsn: str, run_id) -> dict[str, dict]:
-    rows = sql(dsn, "SELECT task_key, state, attempt, output, error FROM flowforge.task_run "
-                    "WHERE workflow_run_id = %s", run_id)
-    return {k: {"state": s, "attempt": a, "output": o, "error": e} for k, s, a, o, e in rows}
-
-
-def events(dsn: str, run_id) -> list[tuple]:
-    return sql(dsn, "SELECT task_key, kind, attempt, fencing_token, detail FROM flowforge.run_events(%s)", run_id)
-
-
-def wait_for(predicate, timeout: float = 20.0, interval: float = 0.1, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-def wait_finished(dsn: str, run_id, timeout: float = 20.0, tick: bool = False) -> str:
-    def finished():
-        if tick:
-            sql(dsn, "SELECT flowforge.tick()")
-        state = run_state(dsn, run_id)
-        return state if state in ("succeeded", "failed", "cancelled") else None
-    return wait_for(finished, timeout, what=f"run {run_id} to finish")
-
-
-@pytest.fixture
-def running():
-    """Start workers in background threads; stop them all after the test."""
-    started: list[flowforge.Worker] = []
-
-    def go(worker: flowforge.Worker) -> flowforge.Worker:
-        worker.start()
-        started.append(worker)
-        return worker
-
-    yield go
-    for w in started:
-        w.stop()
-    for w in started:
-        assert w.join(15), "worker did not stop"
-
-
-def fast_worker(dsn: str, **kw) -> flowforge.Worker:
-    kw.setdefault("poll_interval", 0.2)
-    kw.setdefault("grace_period", 5)
-    return flowforge.Worker(dsn=dsn, **kw)
 
 
 # --- pull: the happy path and failures -------------------------------------------
@@ -175,7 +101,7 @@ def test_always_failing_task_fails_run_after_max_attempts(migrated_dsn, running)
     assert result["after"]["state"] == "skipped"
 
 
-def test_permanent_error_missing_handler_and_bad_output_fail_without_retry(migrated_dsn, running):
+def test_permanent_error_and_bad_output_fail_without_retry_and_an_unhandled_task_waits(migrated_dsn, running):
     define(migrated_dsn, {"name": "strict", "tasks": [
         {"key": "permanent", "max_attempts": 5},
         {"key": "unhandled", "max_attempts": 5},
@@ -198,11 +124,14 @@ def test_permanent_error_missing_handler_and_bad_output_fail_without_retry(migra
 
     run_id = start(migrated_dsn, "strict")
     running(worker)
-    assert wait_finished(migrated_dsn, run_id) == "failed"
+    handled = ("permanent", "not_json", "nan")
+    wait_until(lambda: all(tasks(migrated_dsn, run_id)[k]["state"] == "failed" for k in handled), 20,
+               "the handled tasks to fail")
     result = tasks(migrated_dsn, run_id)
-    assert all(t["attempt"] == 1 and t["state"] == "failed" for t in result.values()), result
+    assert all(result[k]["attempt"] == 1 for k in handled), result
     assert result["permanent"]["error"] == "PermanentError('invoice 42 does not exist')"
-    assert result["unhandled"]["error"] == "no handler for task key unhandled"
+    # A pull worker claims only what it has handlers for: the unhandled task waits for one (issue 11).
+    assert result["unhandled"] == {"state": "ready", "attempt": 1, "output": None, "error": None}
     assert "not JSON-serialisable" in result["not_json"]["error"]
     assert "not JSON-serialisable" in result["nan"]["error"]
 
@@ -259,13 +188,13 @@ def test_handler_outliving_its_lease_sees_lease_lost_and_is_not_written(migrated
     running(worker)
     # The lease (3 s) runs out without heartbeats; the daemon's tick reaps it.
     assert wait_finished(migrated_dsn, run_id, timeout=30, tick=True) == "succeeded"
-    wait_for(lambda: "flag" in observed, 15, what="attempt 1 to return")
+    wait_until(lambda: "flag" in observed, 15, what="attempt 1 to return")
     assert observed == {"lost": True, "flag": True}
     assert tasks(migrated_dsn, run_id)["slow"]["output"] == {"attempt": 2}
     kinds = [(e[1], e[2]) for e in events(migrated_dsn, run_id) if e[0] == "slow"]
     assert ("lease_expired", 2) in kinds and kinds.count(("completed", 2)) == 1
     assert ("completed", 1) not in kinds
-    wait_for(lambda: worker.stats["dropped"] >= 1, 5, what="the stale result to be dropped")
+    wait_until(lambda: worker.stats["dropped"] >= 1, 5, what="the stale result to be dropped")
 
 
 def test_cancelled_run_drops_the_result(migrated_dsn, running):
@@ -284,9 +213,9 @@ def test_cancelled_run_drops_the_result(migrated_dsn, running):
     running(worker)
     assert started.wait(10)
     sql(migrated_dsn, "SELECT flowforge.cancel_run(%s, 'test')", run_id)
-    wait_for(lambda: "lost" in observed, 10, what="the handler to learn of the cancel")
+    wait_until(lambda: "lost" in observed, 10, what="the handler to learn of the cancel")
     assert observed["lost"] is True
-    wait_for(lambda: worker.stats["dropped"] == 1, 5, what="the result to be dropped")
+    wait_until(lambda: worker.stats["dropped"] == 1, 5, what="the result to be dropped")
     assert tasks(migrated_dsn, run_id)["wait"]["state"] == "cancelled"
     assert tasks(migrated_dsn, run_id)["wait"]["output"] is None
 
@@ -336,7 +265,8 @@ def test_worker_survives_losing_its_connections(migrated_dsn, running):
     assert wait_finished(migrated_dsn, first) == "succeeded"
     # Every backend of the worker (listen, claim, heartbeat/complete) is killed, as in a failover.
     killed = sql(migrated_dsn, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                               "WHERE datname = current_database() AND application_name = 'flowforge' "
+                               "WHERE datname = current_database() "
+                               "AND application_name = 'flowforge-worker resilient-worker' "
                                "AND pid <> pg_backend_pid()")[0][0]
     assert killed >= 2
     second = start(migrated_dsn, "resilient")
@@ -387,7 +317,7 @@ def test_sigterm_mid_task_loses_nothing(migrated_dsn, app_dir):
     run_id = start(migrated_dsn, "sigterm")
     first = spawn_worker(migrated_dsn, app_dir, "--grace-period", "0.5")
     try:
-        wait_for(lambda: (app_dir / "started-1").exists(), 20, what="the first attempt to start")
+        wait_until(lambda: (app_dir / "started-1").exists(), 20, what="the first attempt to start")
         first.send_signal(signal.SIGTERM)
         out, err = first.communicate(timeout=15)
     finally:
@@ -416,7 +346,7 @@ def test_sigterm_finishes_in_flight_task_within_grace(migrated_dsn, app_dir):
     run_id = start(migrated_dsn, "graceful-exit")
     proc = spawn_worker(migrated_dsn, app_dir, env={"SLOW_SECONDS": "1.5"})
     try:
-        wait_for(lambda: (app_dir / "started-1").exists(), 20, what="the task to start")
+        wait_until(lambda: (app_dir / "started-1").exists(), 20, what="the task to start")
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=20)
     finally:
@@ -494,7 +424,8 @@ def test_push_queue_worker_completes_tasks_delivered_by_the_daemon(migrated_dsn,
             daemon.communicate(timeout=15)
         except subprocess.TimeoutExpired:
             daemon.kill()
-        _delete_broker_objects(f"flowforge.{queue}", exchange)
+        amqp_queue = sql(migrated_dsn, "SELECT amqp_queue FROM flowforge.queue_settings(ARRAY[%s])", queue)[0][0]
+        _delete_broker_objects(amqp_queue, exchange)
 
 
 def _delete_broker_objects(queue: str, exchange: str) -> None:

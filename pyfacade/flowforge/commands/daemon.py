@@ -14,7 +14,8 @@ EXIT_SCHEMA = outbox_daemon.EXIT_SCHEMA
 @click.option("--dsn", metavar="DSN",
               help="PostgreSQL DSN. Default: the global --dsn, else $FLOWFORGE_DSN, else the embedded server.")
 @click.option("--amqp-url", metavar="URL",
-              help="RabbitMQ URL, e.g. amqp://guest:guest@127.0.0.1:5672/%2F. Default: $FLOWFORGE_AMQP_URL.")
+              help="RabbitMQ URL, e.g. amqp://guest:guest@127.0.0.1:5672/%2F. Default: $FLOWFORGE_AMQP_URL; "
+                   "without one, only tick() runs and push work waits for a broker.")
 @click.option("--tick-interval", type=float, metavar="SECONDS",
               help=f"How often to call flowforge.tick(). Default: ${outbox_daemon.TICK_INTERVAL_ENV}, "
                    f"else {outbox_daemon.DEFAULT_TICK_INTERVAL:g}.")
@@ -28,15 +29,13 @@ EXIT_SCHEMA = outbox_daemon.EXIT_SCHEMA
 @click.pass_context
 def daemon(ctx: click.Context, settings: Settings, dsn: str | None, amqp_url: str | None,
            tick_interval: float | None, batch_size: int | None, poll_interval: float | None) -> None:
-    """Drain the outbox to RabbitMQ and call tick() until SIGTERM/SIGINT.
+    """Call tick() and drain the outbox to RabbitMQ (if a broker is given) until SIGTERM/SIGINT.
 
     Logs one logfmt line per event to stderr. Exits 0 on SIGTERM/SIGINT after
     finishing the batch in flight, 2 when the database schema is not the one
     this code knows (it never migrates; run `flowforge migrate`).
     """
-    amqp_url = (amqp_url or "").strip() or settings.amqp_url
-    if not amqp_url:  # before resolving the DSN, which may start the embedded server
-        raise click.UsageError("the daemon needs a broker: pass --amqp-url or set FLOWFORGE_AMQP_URL")
+    amqp_url = (amqp_url or "").strip() or settings.amqp_url  # none: periodic duties only
     try:
         config = outbox_daemon.resolve_config(
             (dsn or "").strip() or db.resolve_dsn(settings), amqp_url,

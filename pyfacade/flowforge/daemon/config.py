@@ -7,44 +7,60 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from .. import db, errors
+from ..db import pooler
 
-# Environment variables (flags override them; FLOWFORGE_DSN and FLOWFORGE_AMQP_URL live in config).
+# Environment variables (flags override them; FLOWFORGE_DSN and FLOWFORGE_AMQP_URL live in config;
+# the outbox lease has no flag).
 TICK_INTERVAL_ENV = "FLOWFORGE_TICK_INTERVAL"
 BATCH_SIZE_ENV = "FLOWFORGE_BATCH_SIZE"
 POLL_INTERVAL_ENV = "FLOWFORGE_POLL_INTERVAL"
+OUTBOX_LEASE_ENV = "FLOWFORGE_OUTBOX_LEASE"
 
 DEFAULT_TICK_INTERVAL = 1.0
 DEFAULT_BATCH_SIZE = 100
 DEFAULT_POLL_INTERVAL = 5.0
+# How long take_outbox keeps a taken row from other daemons: longer than a batch can take from take to
+# settle (publish deadline 10 s + up to 20 s for pika to notice a silent broker), so a live daemon's rows
+# are never retaken; rows of a daemon that died come back after it.
+DEFAULT_OUTBOX_LEASE = 60.0
 
 
 @dataclass(frozen=True)
 class DaemonConfig:
     dsn: str
-    amqp_url: str
+    amqp_url: str | None  # None: no broker — periodic duties only, push work waits in the outbox
     tick_interval: float = DEFAULT_TICK_INTERVAL
     batch_size: int = DEFAULT_BATCH_SIZE
     poll_interval: float = DEFAULT_POLL_INTERVAL
+    outbox_lease: float = DEFAULT_OUTBOX_LEASE
 
 
 def resolve_config(dsn: str, amqp_url: str | None, *, tick_interval: float | None = None,
                    batch_size: int | None = None, poll_interval: float | None = None,
                    environ: Mapping[str, str] | None = None) -> DaemonConfig:
-    """Flags (non-None arguments) over environment over defaults; FF003 when a value is out of range."""
+    """Flags (non-None arguments) over environment over defaults; FF003 when a value is out of range.
+
+    No ``amqp_url`` is a pull-only deployment: the daemon still runs ``tick()``
+    (the lease reaper needs no broker) and says that push work waits.
+    """
     env = os.environ if environ is None else environ
-    if not amqp_url:
-        raise errors.InvalidArgument("the daemon needs a broker: pass --amqp-url or set FLOWFORGE_AMQP_URL")
+    amqp_url = (amqp_url or "").strip() or None
     tick = _setting(tick_interval, env, TICK_INTERVAL_ENV, float, DEFAULT_TICK_INTERVAL)
     batch = _setting(batch_size, env, BATCH_SIZE_ENV, int, DEFAULT_BATCH_SIZE)
     poll = _setting(poll_interval, env, POLL_INTERVAL_ENV, float, DEFAULT_POLL_INTERVAL)
+    lease = _setting(None, env, OUTBOX_LEASE_ENV, float, DEFAULT_OUTBOX_LEASE)
     if not 0.05 <= tick <= 3600:
         raise errors.InvalidArgument(f"tick interval must be between 0.05 and 3600 seconds, got {tick}")
     if not 1 <= batch <= 10000:
         raise errors.InvalidArgument(f"batch size must be between 1 and 10000, got {batch}")
     if not 0.1 <= poll <= 3600:
         raise errors.InvalidArgument(f"poll interval must be between 0.1 and 3600 seconds, got {poll}")
+    if not 3 <= lease <= 3600:
+        raise errors.InvalidArgument(f"{OUTBOX_LEASE_ENV} must be between 3 and 3600 seconds, got {lease}")
     db.parse_dsn(dsn)
-    return DaemonConfig(dsn=dsn, amqp_url=amqp_url, tick_interval=tick, batch_size=batch, poll_interval=poll)
+    pooler.configured()  # FF003 for an unknown FLOWFORGE_POOLER, before anything connects
+    return DaemonConfig(dsn=dsn, amqp_url=amqp_url, tick_interval=tick, batch_size=batch, poll_interval=poll,
+                        outbox_lease=lease)
 
 
 def _setting(flag, env: Mapping[str, str], name: str, kind: Callable, default):

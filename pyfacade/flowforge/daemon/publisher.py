@@ -34,7 +34,7 @@ import pika
 import pika.exceptions
 
 from .. import errors
-from ..amqp import EXCHANGE_TYPE, describe, mask_url
+from ..amqp import EXCHANGE_TYPE, describe, mask_url, quiet_pika
 from ..rows import OutboxMessage
 
 CONTENT_TYPE = "application/json"
@@ -74,6 +74,7 @@ class Publisher:
         params.connection_attempts = 1  # the daemon owns the retry policy (bounded backoff, logged)
         params.retry_delay = 0
         params.client_properties = {"connection_name": "flowforge-daemon"}
+        quiet_pika()
         self.url = url
         self._params = params
         self._connection: pika.BlockingConnection | None = None

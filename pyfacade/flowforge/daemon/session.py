@@ -1,10 +1,10 @@
 """The daemon's work session: one connection in a transaction, bounded, and what a failed statement means.
 
 Every statement, lock wait and open transaction of this session is bounded,
-so a hung broker or a lock queue cannot hold outbox row locks (or an open
-transaction) for long.  The publish deadline (``outbox.PUBLISH_DEADLINE``)
-is well inside the idle transaction timeout: a batch that cannot finish in
-time stops publishing, marks what was confirmed, and commits.
+so a lock queue or a bug cannot hold locks (or an open transaction) for long.
+No transaction of this session is open while the broker is talked to: the
+drain commits its take at once and settles in a new transaction
+(``outbox``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import psycopg
 
 from .. import db, errors
 from ..client import Client
+from ..db import pooler
 from .log import EventLog
 
 STATEMENT_TIMEOUT = "30s"
@@ -51,6 +52,13 @@ class WorkSession:
     def failed(self, op: str, exc: errors.FlowForgeError) -> None:
         """A statement failed: a broken connection is reconnected, anything else is rolled back and logged."""
         if self.conn.closed or self.conn.broken:
+            self._on_lost(exc)
+            return
+        if pooler.is_prepared_statement_error(exc):
+            # A transaction pooler: reconnect, and the new session prepares nothing on the server.
+            if pooler.detected(f"SQLSTATE {exc.sqlstate} on the work session"):
+                self._log("pooler_detected", reason=f"SQLSTATE {exc.sqlstate} on the work session",
+                          hint=f"set {pooler.POOLER_ENV}={pooler.TRANSACTION}")
             self._on_lost(exc)
             return
         try:

@@ -21,12 +21,14 @@ import psycopg
 from psycopg import conninfo as _conninfo
 
 from .. import errors
+from . import pooler
 
 APPLICATION_NAME = "flowforge"
 DEFAULT_CONNECT_TIMEOUT = 5  # seconds; an unreachable host must fail fast in the CLI
 
-# SQLSTATEs that mean "the server went away", not "your request was refused".
-_UNAVAILABLE_STATES = {"57P01", "57P02", "57P03"}  # admin_shutdown, crash_shutdown, cannot_connect_now
+# SQLSTATEs that mean "the server went away (or has no room now)", not "your request was refused":
+# admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.  Callers retry these.
+_UNAVAILABLE_STATES = {"57P01", "57P02", "57P03", "53300"}
 
 
 def parse_dsn(dsn: str) -> dict[str, str]:
@@ -49,6 +51,8 @@ def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:
     """Open a psycopg 3 connection, failing fast and in FlowForge terms.
 
     The connect timeout defaults to a few seconds unless the DSN names one.
+    Behind a transaction pooler (``pooler``) no statement is ever prepared
+    on the server.
     """
     parts = parse_dsn(dsn)
     extra: dict[str, object] = {}
@@ -57,10 +61,12 @@ def connect(dsn: str, *, autocommit: bool = False) -> psycopg.Connection:
     if "application_name" not in parts:
         extra["application_name"] = APPLICATION_NAME
     try:
+        if pooler.transaction_pooler():
+            extra["prepare_threshold"] = None
         return psycopg.connect(dsn, autocommit=autocommit, **extra)
     except psycopg.OperationalError as exc:
         raise errors.DatabaseUnavailable(
-            f"cannot connect to PostgreSQL ({mask_dsn(dsn)}): {first_line(exc)}"
+            f"cannot connect to PostgreSQL ({mask_dsn(dsn)}): {first_line(exc)}", sqlstate=exc.sqlstate
         ) from None
     except psycopg.Error as exc:
         raise map_error(exc) from None

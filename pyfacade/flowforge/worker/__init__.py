@@ -20,25 +20,36 @@ Pull queues
     A dedicated connection LISTENs on ``flowforge_ready`` and wakes the claim
     loop (a fallback poll every ``poll_interval`` seconds covers retries whose
     backoff just ended and notifications lost while reconnecting).  The loop
-    claims up to its free capacity in one ``claim`` call.
+    claims up to its free capacity in one ``claim`` call, naming the task keys
+    it has handlers for: another service's tasks stay ready for it.
 Push queues
     With an AMQP URL, a queue configured with an exchange
     (``flowforge queue configure NAME --exchange X``) is consumed from
-    RabbitMQ instead: the worker declares a durable queue ``flowforge.<name>``
-    bound to the exchange, takes each delivered task with ``heartbeat`` (its
-    fencing token came in the message), runs it, completes or fails it, and
-    acks only after that committed.  A stale or redelivered message (FF004 /
-    FF005 / FF001 on the first heartbeat) is acked and dropped.
+    RabbitMQ instead: the worker declares the exchange and the durable AMQP
+    queue ``queue_settings`` names (``flowforge.<database>.<org>.<queue>``)
+    bound with its routing key, takes each delivered task with ``heartbeat``
+    (its fencing token came in the message), runs it, completes or fails it,
+    and acks only after that committed.  A stale or redelivered message
+    (FF004 / FF005 on the first heartbeat) is acked and dropped; one it
+    cannot place (malformed, another database's, FF001) is rejected to the
+    queue's dead-letter exchange, with an error line.
+Behind a transaction pooler
+    ``FLOWFORGE_POOLER=transaction``, or found out (LISTEN does not deliver
+    the worker's own NOTIFY, a prepared-statement error): no server-side
+    prepared statements, no LISTEN, the claim loop polls (``db.pooler``).
 Leases
     Every in-flight task is heartbeaten every ``lease / 3`` seconds.  When a
     heartbeat is refused the task is no longer ours: ``ctx.lease_lost``
     becomes True and whatever the handler returns is dropped, not written.
 Results
     A return value must be JSON-serialisable (else the task fails for good
-    with a message saying so).  An exception fails the task with
+    with a message saying so) and within the installation's limits (else the
+    database refuses it — FF009, or ``too_large`` from ``complete_many`` —
+    and the task fails for good at once with that reason).  An exception fails the task with
     ``retryable=True`` and the exception's one-line repr; raise
-    ``flowforge.PermanentError`` to fail it without retry.  A task key with no
-    registered handler fails with ``retryable=False``.
+    ``flowforge.PermanentError`` to fail it without retry.  A pushed task whose
+    key has no registered handler fails with ``retryable=False`` (pull workers
+    never claim one).
 Shutdown
     ``stop()`` (or SIGTERM / SIGINT in ``run()``) stops claiming and waits up
     to ``grace_period`` seconds for in-flight handlers.  Work still running
@@ -66,6 +77,7 @@ the others, ``jobs`` and ``connection`` need none of them):
 * ``heartbeats``  lease heartbeats;
 * ``results``     writing complete / fail, or dropping the result;
 * ``completer``   batched completion through ``complete_many``;
+* ``decode``      inputs Python cannot decode: one task's failure, not the worker's;
 * ``jobs``        ``Job``, ``InFlight``, ``Stats``;
 * ``connection``  ``SharedConnection``: one connection for several threads, reconnecting.
 """

@@ -4,6 +4,10 @@ A pool thread hands a finished task over and goes on with the next one; a
 single thread writes what accumulated every ``interval`` seconds (or as soon
 as ``max_batch`` are waiting) in one transaction.  A crash loses at most the
 results not yet written, and those tasks come back through their leases.
+
+A task whose output ``complete_many`` reports ``too_large`` is still
+running; it goes to ``too_large`` (``Results.complete_alone``), which fails
+it for good with the reason ``complete`` gives.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import logging
 import queue as _queue
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from psycopg.types.json import Jsonb
 
@@ -24,8 +28,10 @@ log = logging.getLogger("flowforge.worker")
 
 
 class Completer:
-    def __init__(self, dsn: str, interval: float, lease: float, stats: Stats, max_batch: int = 500):
+    def __init__(self, dsn: str, interval: float, lease: float, stats: Stats, *,
+                 too_large: Callable[[Job, Jsonb | None], None], max_batch: int = 500):
         self._interval = interval
+        self._too_large = too_large
         self._lease = lease
         self._stats = stats
         self._max_batch = max_batch
@@ -71,16 +77,19 @@ class Completer:
         try:
             rows = self._conn.call(lambda api: api.complete_many(ids, tokens, outputs),
                                    give_up=lambda: time.monotonic() > deadline)
-        except errors.FlowForgeError as exc:
+        except Exception as exc:  # noqa: BLE001 - the completer thread must outlive anything
             for _ in jobs:
                 self._stats.add("dropped")
-            log.error("complete of %d task(s) not written: %s; their leases will expire", len(jobs), exc)
+            log.error("complete of %d task(s) not written: %s; their leases will expire", len(jobs),
+                      exc if isinstance(exc, errors.FlowForgeError) else repr(exc))
             return
         outcomes = {row.task_run_id: row.outcome for row in rows}
-        for job in jobs:
+        for job, output in batch:
             outcome = outcomes.get(job.task_run_id)
             if outcome == "completed":
                 self._stats.add("completed")
+            elif outcome == "too_large":
+                self._too_large(job, output)  # still running and ours: fail it for good, saying why
             else:
                 job.lease_lost.set()
                 self._stats.add("dropped")

@@ -38,6 +38,8 @@ class Heartbeats:
                     self.beat(job)
                 except errors.FlowForgeError as exc:
                     log.warning("heartbeat of task %s (%s) failed: %s", job.task_key, job.task_run_id, exc)
+                except Exception:  # noqa: BLE001 - the heartbeat thread must outlive anything, or every lease lapses
+                    log.exception("heartbeat of task %s (%s) failed", job.task_key, job.task_run_id)
 
     def beat(self, job: Job, *, raise_if_lost: bool = False) -> datetime | None:
         """Extend ``job``'s lease now; None (or LeaseLost with ``raise_if_lost``) when it is not ours."""

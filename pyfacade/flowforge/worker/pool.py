@@ -1,8 +1,9 @@
 """Running handlers: ``concurrency`` pool threads take jobs in turn; ``async def`` handlers run on one loop.
 
 Pool threads are daemon threads, so an abandoned handler cannot keep the
-process alive.  A handler's return value must be JSON-serialisable (else the
-task fails for good, saying so); an exception fails it with
+process alive.  A task whose input could not be decoded (``decode``) fails for
+good with the reason, its handler never called.  A handler's return value
+must be JSON-serialisable (else the task fails for good, saying so); an exception fails it with
 ``retryable=True`` and the exception's one-line repr, ``PermanentError``
 without retry; a task key with no handler fails with ``retryable=False``.
 Nothing is written for a task whose lease was lost or that was abandoned.
@@ -19,6 +20,7 @@ import threading
 from typing import Any
 
 from .context import Context, Handler, PermanentError
+from .decode import Undecodable
 from .heartbeats import Heartbeats
 from .jobs import InFlight, Job, Stats, one_line
 from .registry import Registry
@@ -71,6 +73,10 @@ class HandlerPool:
         if self._abandon.is_set():
             return
         if job.broker is not None and not job.owned and not job.broker.take(job):
+            return
+        if isinstance(job.input, Undecodable):
+            # The same bytes would fail the same way on every attempt.
+            self._results.fail(job, f"task input cannot be decoded: {job.input.reason}", retryable=False)
             return
         handler = self._registry.get(job.task_key)
         if handler is None:

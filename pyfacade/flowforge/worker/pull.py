@@ -5,6 +5,15 @@ loop; a fallback poll every ``poll_interval`` seconds covers retries whose
 backoff just ended and notifications lost while reconnecting.  The loop
 claims up to its free capacity in one ``claim`` call, and again at once when
 it got all it asked for.
+
+A claim names the task keys this worker has handlers for (``task_names``):
+a task another service handles stays ready for that service, and a worker
+with no handlers claims nothing.
+
+Nothing a claim raises ends the loop: an input Python cannot decode arrives
+as ``Undecodable`` in its own row (``decode``) and that task is failed for
+good; any other exception is logged and backed off from (bounded), and the
+loop goes on.
 """
 
 from __future__ import annotations
@@ -13,24 +22,28 @@ import logging
 import threading
 import time
 from datetime import timedelta
-from typing import Callable
+from typing import Callable, Sequence
 
-import psycopg
 
 from .. import db, errors
 from ..client import Client
+from ..db import listen as listen_probe, pooler
 from .connection import SharedConnection, reconnect_delay
+from .decode import tolerate_undecodable_jsonb
 from .jobs import InFlight, Job
 
 log = logging.getLogger("flowforge.worker")
+
+MAX_TASK_NAMES = 1000  # what one claim accepts (flowforge.claim's task_names)
 
 
 class PullQueues:
     def __init__(self, dsn: str, queues: list[str], worker_name: str, *, lease: float, concurrency: int,
                  poll_interval: float, in_flight: InFlight, submit: Callable[[Job], None],
-                 stop: threading.Event, wake: threading.Event):
+                 stop: threading.Event, wake: threading.Event, task_names: Callable[[], Sequence[str]]):
         self._dsn = dsn
         self._queues = queues
+        self._task_names = task_names  # the handlers registered now
         self._worker_name = worker_name
         self._lease = lease
         self._concurrency = concurrency
@@ -39,22 +52,35 @@ class PullQueues:
         self._submit = submit
         self._stop = stop      # stop claiming
         self._wake = wake      # something to claim, or capacity freed
+        self._claims = SharedConnection(self._dsn, "claim", configure=tolerate_undecodable_jsonb)
 
     def listen(self) -> None:
-        """The LISTEN thread: wake the claim loop on every notification, reconnecting until stop."""
+        """The LISTEN thread: wake the claim loop on every notification, reconnecting until stop.
+
+        Behind a transaction pooler (configured, or LISTEN found not to
+        deliver) it ends, and the claim loop's poll is all there is.
+        """
+        if pooler.configured():
+            log.info("behind a transaction pooler (%s=transaction): no LISTEN, polling every %g s",
+                     pooler.POOLER_ENV, self._poll_interval)
+            return
         attempt = 0
         while not self._stop.is_set():
             conn = None
             try:
                 conn = db.connect(self._dsn, autocommit=True)
-                Client(conn).listen_ready()
+                api = Client(conn)
+                api.listen_ready()
+                api.listen_probe()
                 attempt = 0
+                if not self._delivers(conn):
+                    return
                 with db.mapped_errors():
                     self._wake.set()  # anything made ready while we were not listening
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=1.0, stop_after=1):
                             self._wake.set()
-            except (errors.FlowForgeError, psycopg.Error) as exc:
+            except Exception as exc:  # noqa: BLE001 - the listener must outlive anything; polling covers the gap
                 if self._stop.is_set():
                     break
                 log.warning("listen connection: %s; reconnecting", db.first_line(exc))
@@ -67,17 +93,40 @@ class PullQueues:
                     except Exception:  # noqa: BLE001
                         pass
 
+    def _delivers(self, conn) -> bool:
+        """Notify ourselves from the claim connection; False (and polling from now on) if it never arrives."""
+        token = listen_probe.probe_token()
+        self._claims.call(lambda api: api.notify_probe(token), give_up=self._stop.is_set)
+        if listen_probe.await_probe(conn, token, on_other=lambda _note: self._wake.set(), stop=self._stop.is_set):
+            return True
+        if self._stop.is_set():
+            return False
+        if pooler.detected("LISTEN did not deliver"):
+            log.warning(pooler.DETECTED.format(reason="LISTEN did not deliver"))
+        log.warning("listen_not_delivering: a notification this worker sent itself did not arrive within %g s "
+                    "(a transaction pooler?); polling every %g s instead", listen_probe.PROBE_TIMEOUT,
+                    self._poll_interval)
+        return False
+
     def claim_loop(self) -> None:
         """Claim while there is capacity, until stop (or the database is away while stopping)."""
-        claims = SharedConnection(self._dsn, "claim")
+        claims = self._claims
         lease = timedelta(seconds=self._lease)
         try:
+            warned = False
+            failures = 0
             while not self._stop.is_set():
                 self._wake.clear()
                 free = self._concurrency - self._in_flight.count
-                if free > 0:
+                names = sorted(self._task_names())
+                if not names and not warned:
+                    log.warning("worker %s has no task handlers: it claims nothing from %s", self._worker_name,
+                                self._queues)
+                    warned = True
+                if free > 0 and names:
                     try:
-                        rows = claims.call(lambda api: api.claim(self._queues, self._worker_name, lease, free),
+                        rows = claims.call(lambda api: api.claim(self._queues, self._worker_name, lease, free,
+                                                                 task_names=names),
                                            give_up=self._stop.is_set)
                     except errors.DatabaseUnavailable:
                         break  # stopping while the database is away
@@ -85,6 +134,13 @@ class PullQueues:
                         log.error("claim refused: %s", exc)
                         self._stop.wait(self._poll_interval)
                         continue
+                    except Exception:  # noqa: BLE001 - no exception from a claim may end the worker
+                        delay = max(self._poll_interval, reconnect_delay(failures))
+                        failures += 1
+                        log.exception("claim failed (attempt %d); trying again in %.1f s", failures, delay)
+                        self._stop.wait(delay)
+                        continue
+                    failures = 0
                     for row in rows:
                         self._submit(Job.claimed(row))
                     if len(rows) == free:

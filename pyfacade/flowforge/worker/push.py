@@ -1,12 +1,24 @@
 """Push queues: consuming tasks that the daemon published to RabbitMQ.
 
-The worker declares a durable queue ``flowforge.<name>`` bound to the queue's
-exchange (creating the exchange as the daemon would), consumes with a
-prefetch of ``concurrency``, takes each delivered task with ``heartbeat``
-(its fencing token came in the message), and acks only after the task's
-write committed.  A stale or redelivered message (FF004 / FF005 / FF001 on
-the first heartbeat) is acked and dropped; a message not started before stop
-is nacked back for another consumer.
+The worker declares the exchange (as the daemon would, so either may start
+first) and the durable AMQP queue ``queue_settings`` names for the queue —
+``flowforge.<database>.<organization slug>.<queue>``, unique per database and
+organization — bound with the routing key dispatch publishes with.  Either
+one that exists already (an operator's, say with a dead-letter exchange) is
+used as it is.  It consumes with a prefetch of ``concurrency``, takes each
+delivered task with ``heartbeat`` (its fencing token came in the message),
+and acks only after the task's write committed.
+
+What becomes of a message that does not end in a write:
+
+* stale or redelivered (FF004 / FF005 on the first heartbeat): acked and
+  dropped — a newer generation exists, or the task is already done;
+* not ours to place — malformed, for another database (its ``database``),
+  or for a task this database does not have (FF001): **rejected**
+  (``basic_nack(requeue=False)``), logged as an error saying why, so a
+  dead-letter exchange configured on the queue keeps it; never acked away;
+* not started before stop, or the database unreachable: nacked back to the
+  queue for another consumer.
 
 pika's ``BlockingConnection`` belongs to the thread that runs ``run``; pool
 threads ack and nack through ``add_callback_threadsafe``.
@@ -14,7 +26,6 @@ threads ack and nack through ``add_callback_threadsafe``.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,23 +33,26 @@ from datetime import timedelta
 from typing import Callable
 
 from .. import errors
-from ..amqp import EXCHANGE_TYPE, describe, mask_url
+from ..amqp import EXCHANGE_TYPE, describe, mask_url, quiet_pika
 from .connection import SharedConnection, reconnect_delay
+from .decode import MalformedMessage, decode_message
 from .jobs import NOT_OURS, InFlight, Job
 from .queues import PushBinding
 
 log = logging.getLogger("flowforge.worker")
 
 AMQP_HEARTBEAT = 30  # seconds
+DEAD_LETTERED = " (to the queue's dead-letter exchange, if one is configured)"
 
 
 class PushConsumer:
-    def __init__(self, amqp_url: str, bindings: list[PushBinding], worker_name: str, *, concurrency: int,
-                 lease: float, ops: SharedConnection, in_flight: InFlight, submit: Callable[[Job], None],
-                 stop: threading.Event, abandon: threading.Event):
+    def __init__(self, amqp_url: str, bindings: list[PushBinding], worker_name: str, *, database: str,
+                 concurrency: int, lease: float, ops: SharedConnection, in_flight: InFlight,
+                 submit: Callable[[Job], None], stop: threading.Event, abandon: threading.Event):
         self._amqp_url = amqp_url
         self._bindings = bindings
         self._worker_name = worker_name
+        self._database = database  # current_database() of our sessions; a message names the one it is for
         self._concurrency = concurrency
         self._lease = lease
         self._ops = ops
@@ -54,6 +68,7 @@ class PushConsumer:
         import pika
         import pika.exceptions
 
+        quiet_pika()
         attempt = 0
         while not self._abandon.is_set():
             connection = None
@@ -63,9 +78,9 @@ class PushConsumer:
                 params.client_properties = {"connection_name": f"flowforge-worker {self._worker_name}"}
                 connection = pika.BlockingConnection(params)
                 channel = connection.channel()
-                channel.basic_qos(prefetch_count=self._concurrency)
                 for binding in self._bindings:
                     channel = self._declare(connection, channel, binding, pika)
+                channel.basic_qos(prefetch_count=self._concurrency)  # on the channel that consumes
                 tags = [channel.basic_consume(b.amqp_queue, self._on_message_callback(connection))
                         for b in self._bindings]
                 attempt = 0
@@ -94,25 +109,29 @@ class PushConsumer:
 
     @staticmethod
     def _declare(connection, channel, binding: PushBinding, pika):
-        """A durable queue flowforge.<queue> bound to the exchange (created as the daemon would)."""
-        try:
-            channel.exchange_declare(exchange=binding.exchange, passive=True)
-        except pika.exceptions.ChannelClosedByBroker as exc:
-            if exc.reply_code != 404:
-                raise
-            channel = connection.channel()
-            channel.exchange_declare(exchange=binding.exchange, exchange_type=EXCHANGE_TYPE, durable=True)
-        channel.queue_declare(queue=binding.amqp_queue, durable=True)
+        """The exchange and the durable queue ``binding.amqp_queue`` bound to it; returns the channel to use."""
+        channel = _declare_unless_exists(connection, channel, pika, lambda ch, passive: ch.exchange_declare(
+            exchange=binding.exchange, exchange_type=EXCHANGE_TYPE, durable=True, passive=passive))
+        channel = _declare_unless_exists(connection, channel, pika, lambda ch, passive: ch.queue_declare(
+            queue=binding.amqp_queue, durable=True, passive=passive))
         channel.queue_bind(queue=binding.amqp_queue, exchange=binding.exchange, routing_key=binding.routing_key)
         return channel
 
     def _on_message_callback(self, connection):
         def on_message(channel, method, _properties, body):
             try:
-                job = Job.delivered(json.loads(body), broker=self)
-            except (ValueError, KeyError, TypeError) as exc:
-                log.error("malformed push message dropped: %s", exc)
-                channel.basic_ack(method.delivery_tag)
+                payload = decode_message(body)  # an input beyond Python arrives as Undecodable: failed for good
+                job = Job.delivered(payload, broker=self)
+            except (MalformedMessage, ValueError, KeyError, TypeError) as exc:
+                channel.basic_nack(method.delivery_tag, requeue=False)
+                log.error("malformed push message rejected%s: %s", DEAD_LETTERED, exc)
+                return
+            database = payload.get("database")
+            if database is not None and database != self._database:
+                channel.basic_nack(method.delivery_tag, requeue=False)
+                log.error("push message for task %s (%s) rejected%s: it is for database %r, this worker serves %r "
+                          "(two databases share an AMQP queue: check the queue's routing key)",
+                          job.task_key, job.task_run_id, DEAD_LETTERED, database, self._database)
                 return
             job.deliveries.append((connection, channel, method.delivery_tag))
             self._submit(job)
@@ -130,6 +149,12 @@ class PushConsumer:
             lease = timedelta(seconds=self._lease)
             self._ops.call(lambda api: api.heartbeat(job.task_run_id, job.fencing_token, lease),
                            give_up=lambda: self._stop.is_set())
+        except errors.NotFound as exc:
+            job.deliveries, rejected = [], job.deliveries
+            self._nack(rejected, requeue=False)
+            log.error("push message for task %s (%s) rejected%s: this database has no such task (%s: %s)",
+                      job.task_key, job.task_run_id, DEAD_LETTERED, exc.sqlstate, exc)
+            return False
         except NOT_OURS as exc:
             log.info("stale or redelivered message for task %s (%s), dropped: %s",
                      job.task_key, job.task_run_id, exc)
@@ -147,9 +172,10 @@ class PushConsumer:
             self._threadsafe(connection, channel, "basic_ack", tag)
         job.deliveries = []
 
-    def _nack(self, deliveries: list) -> None:
+    def _nack(self, deliveries: list, *, requeue: bool = True) -> None:
+        """Back to the queue (requeue), or rejected for good: to the queue's dead-letter exchange, if any."""
         for connection, channel, tag in deliveries:
-            self._threadsafe(connection, channel, "basic_nack", tag, requeue=True)
+            self._threadsafe(connection, channel, "basic_nack", tag, requeue=requeue)
 
     @staticmethod
     def _threadsafe(connection, channel, method: str, tag: int, **kwargs) -> None:
@@ -164,3 +190,18 @@ class PushConsumer:
             connection.add_callback_threadsafe(call)
         except Exception as exc:  # noqa: BLE001 - connection already closed: the broker redelivers
             log.warning("AMQP %s not delivered: %s", method, exc)
+
+
+def _declare_unless_exists(connection, channel, pika, declare: Callable):
+    """``declare(channel, passive)``: passively first — an exchange or queue that exists is used as it is
+    (another type, a dead-letter exchange) — and for real only when absent.  Returns the channel to go on with
+    (the broker closes a channel whose passive declare found nothing)."""
+    try:
+        declare(channel, True)
+        return channel
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != 404:
+            raise
+    channel = connection.channel()
+    declare(channel, False)
+    return channel

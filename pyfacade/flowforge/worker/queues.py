@@ -20,19 +20,18 @@ log = logging.getLogger("flowforge.worker")
 
 @dataclass(frozen=True)
 class PushBinding:
+    """Consume ``amqp_queue``, bound to ``exchange`` with ``routing_key`` — all three as SQL named them."""
+
     queue: str
     exchange: str
     routing_key: str
-
-    @property
-    def amqp_queue(self) -> str:
-        return f"flowforge.{self.queue}"
+    amqp_queue: str
 
 
 def plan(queues: Sequence[str], push_queues: Sequence[str], settings: Sequence[QueueSetting],
          amqp_url: str | None) -> tuple[list[str], list[PushBinding]]:
     """(pull queues, push bindings); FF003 for a push queue without an exchange or without a URL."""
-    exchanges = {s.name: (s.exchange, s.routing_key) for s in settings if s.exchange}
+    exchanges = {s.name: (s.exchange, s.routing_key, s.amqp_queue) for s in settings if s.exchange}
     for name in push_queues:
         if name not in exchanges:
             raise errors.InvalidArgument(

@@ -6,6 +6,11 @@ because a pushed task's message is acked only after its write committed.
 While the database is away a write is retried until the lease is surely gone;
 after that, or when the API says the task is no longer ours, the result is
 dropped and counted.
+
+An output over the installation's limits (FF009 from ``complete``, outcome
+``too_large`` from ``complete_many``) is a deterministic refusal: the same
+output would be refused on every attempt.  The task is failed for good at
+once with the refusal's own words — never left for its lease to expire.
 """
 
 from __future__ import annotations
@@ -27,21 +32,42 @@ log = logging.getLogger("flowforge.worker")
 
 
 class Results:
-    def __init__(self, ops: SharedConnection, completer: Completer | None, stats: Stats, lease: float,
-                 abandon: threading.Event):
+    """``batch_interval`` > 0: pull results are batched through a ``Completer`` on its own connection to ``dsn``."""
+
+    def __init__(self, ops: SharedConnection, stats: Stats, lease: float, abandon: threading.Event, *,
+                 dsn: str | None = None, batch_interval: float = 0.0):
         self._ops = ops
-        self._completer = completer
         self._stats = stats
         self._lease = lease
         self._abandon = abandon
+        self._completer = (Completer(dsn, batch_interval, lease, stats, too_large=self.complete_alone)
+                           if dsn is not None and batch_interval > 0 else None)
+
+    def close(self) -> None:
+        """Write every batched result already handed over, then stop the completer."""
+        if self._completer is not None:
+            self._completer.close()
 
     def complete(self, job: Job, output: Any, text: str) -> None:
         """``text`` is ``output`` as JSON, serialised once by the caller (which validated it that way)."""
         if self._completer is not None and not job.push:
             self._completer.put(job, output, text)
             return
-        output = None if output is None else Jsonb(output, dumps=lambda _obj: text)
-        if self._write(job, lambda api: api.complete(job.task_run_id, job.fencing_token, output), "complete"):
+        self.complete_alone(job, None if output is None else Jsonb(output, dumps=lambda _obj: text))
+
+    def complete_alone(self, job: Job, output: Jsonb | None) -> None:
+        """``complete`` for this one task now; FF009 (over the limits) fails it for good with that reason.
+
+        Also how the completer settles a task ``complete_many`` found too large:
+        ``complete`` says exactly what is wrong with the output.
+        """
+        try:
+            written = self._write(job, lambda api: api.complete(job.task_run_id, job.fencing_token, output),
+                                  "complete", refusals=errors.PayloadTooLarge)
+        except errors.PayloadTooLarge as exc:
+            self.fail(job, exc.message, retryable=False)
+            return
+        if written:
             self._stats.add("completed")
 
     def fail(self, job: Job, error: str, *, retryable: bool) -> None:
@@ -55,10 +81,14 @@ class Results:
         deadline = time.monotonic() + self._lease
         return lambda: self._abandon.is_set() or time.monotonic() > deadline
 
-    def _write(self, job: Job, api_call: Callable[[Client], Any], what: str) -> bool:
+    def _write(self, job: Job, api_call: Callable[[Client], Any], what: str,
+               refusals: type[errors.FlowForgeError] | tuple = ()) -> bool:
+        """Make the write; True when it committed.  ``refusals`` are raised for the caller to handle."""
         try:
             self._ops.call(api_call, give_up=self._give_up())
             return True
+        except refusals:
+            raise
         except NOT_OURS as exc:
             job.lease_lost.set()
             self._stats.add("dropped")

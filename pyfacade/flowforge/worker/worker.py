@@ -20,14 +20,16 @@ import time
 import uuid
 from typing import Callable
 
-from .. import config, db
-from .completer import Completer
+from psycopg.conninfo import make_conninfo
+
+from .. import config, db, errors
+from ..catalog import Catalog
 from .connection import SharedConnection
 from .context import Handler
 from .heartbeats import Heartbeats
 from .jobs import InFlight, Stats
 from .pool import HandlerPool
-from .pull import PullQueues
+from .pull import MAX_TASK_NAMES, PullQueues
 from .push import PushConsumer
 from .queues import PushBinding, plan
 from .registry import Registry
@@ -153,18 +155,23 @@ class Worker:
         return previous
 
     def _run(self) -> None:
-        ops = completer = pool = None
+        ops = results = pool = None
         try:
-            dsn = db.resolve_dsn(config.resolve(self.dsn))
+            # Every session is named after the worker, as the daemon names its own.
+            dsn = make_conninfo(db.resolve_dsn(config.resolve(self.dsn)),
+                                application_name=f"flowforge-worker {self.name}")
             ops = SharedConnection(dsn, "worker")
             amqp_url = self.amqp_url or config.resolve(self.dsn).amqp_url
             names = sorted(set(self.queues) | set(self.push_queues))
-            settings = ops.call(lambda api: api.queue_settings(names), give_up=lambda: True)
+            # The first connection waits for the database like every later one (until stop).
+            settings = ops.call(lambda api: api.queue_settings(names), give_up=self._stop.is_set)
             pull, push = plan(self.queues, self.push_queues, settings, amqp_url)
-            if pull and self.complete_batch_interval > 0:
-                completer = Completer(dsn, self.complete_batch_interval, self.lease, self._stats)
+            if pull and len(self.handlers) > MAX_TASK_NAMES:
+                raise errors.InvalidArgument(f"a pull worker can claim for at most {MAX_TASK_NAMES} task keys, "
+                                             f"this one has {len(self.handlers)} handlers")
             self._heartbeats = Heartbeats(ops, self._in_flight, self.lease, self._abandon)
-            results = Results(ops, completer, self._stats, self.lease, self._abandon)
+            results = Results(ops, self._stats, self.lease, self._abandon, dsn=dsn if pull else None,
+                              batch_interval=self.complete_batch_interval)
             pool = HandlerPool(self._registry, results, self._heartbeats, self._in_flight, self._stats, self.name,
                                wake=self._wake, abandon=self._abandon)
             pool.start(self.concurrency)
@@ -173,7 +180,8 @@ class Worker:
             if pulling is not None:
                 threading.Thread(target=pulling.listen, name="flowforge-listen", daemon=True).start()
             if push:
-                consumer = self._push_consumer(amqp_url, push, ops, pool.submit)
+                database = ops.call(lambda api: Catalog(api.conn).current_database(), give_up=self._stop.is_set)
+                consumer = self._push_consumer(amqp_url, push, database, ops, pool.submit)
                 threading.Thread(target=consumer.run, name="flowforge-push", daemon=True).start()
             log.info("worker %s: pull %s, push %s, concurrency %d", self.name, pull, [b.queue for b in push],
                      self.concurrency)
@@ -182,11 +190,15 @@ class Worker:
             else:
                 self._stop.wait()
             self._drain()
+        except errors.DatabaseUnavailable:
+            if not self._stop.is_set():
+                raise
+            log.info("worker %s stopped before the database could be reached", self.name)
         finally:
             self._stop.set()
             self._abandon.set()
-            if completer is not None:
-                completer.close()  # results already in hand are still written
+            if results is not None:
+                results.close()  # batched results already in hand are still written
             if ops is not None:
                 ops.close()
             if pool is not None:
@@ -196,12 +208,13 @@ class Worker:
     def _pull_queues(self, dsn: str, queues: list[str], submit) -> PullQueues:
         return PullQueues(dsn, queues, self.name, lease=self.lease, concurrency=self.concurrency,
                           poll_interval=self.poll_interval, in_flight=self._in_flight, submit=submit,
-                          stop=self._stop, wake=self._wake)
+                          stop=self._stop, wake=self._wake, task_names=lambda: list(self.handlers))
 
-    def _push_consumer(self, amqp_url: str, bindings: list[PushBinding], ops: SharedConnection,
+    def _push_consumer(self, amqp_url: str, bindings: list[PushBinding], database: str, ops: SharedConnection,
                        submit) -> PushConsumer:
-        return PushConsumer(amqp_url, bindings, self.name, concurrency=self.concurrency, lease=self.lease, ops=ops,
-                            in_flight=self._in_flight, submit=submit, stop=self._stop, abandon=self._abandon)
+        return PushConsumer(amqp_url, bindings, self.name, database=database, concurrency=self.concurrency,
+                            lease=self.lease, ops=ops, in_flight=self._in_flight, submit=submit, stop=self._stop,
+                            abandon=self._abandon)
 
     def _heartbeat_thread(self) -> None:
         """The heartbeat thread's body (a method, so a test can hold heartbeats back)."""
