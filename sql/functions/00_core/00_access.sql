@@ -13,7 +13,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     c_runtime constant name[] := ARRAY['flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway',
-                                       'flowforge_readonly'];
+                                       'flowforge_readonly', 'flowforge_webhook'];
     v_role name;
 BEGIN
     -- flowforge_owner: the tenant API and internals, scoped by RLS to the caller's organization.

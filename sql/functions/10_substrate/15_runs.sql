@@ -9,17 +9,17 @@
 -- These check the caller, the arguments and the idempotency key; the engine
 -- that owns the run does the rest (10_substrate/25_engine_hooks.sql).
 
-CREATE OR REPLACE FUNCTION flowforge.start_run(workflow text, input jsonb DEFAULT '{}', idempotency_key text DEFAULT NULL)
+-- Start a run of p_org's latest version of a workflow: the checks and the
+-- idempotency key here, the rest in the engine. Shared by start_run (a
+-- caller) and fire_trigger (a trigger, which records itself as the cause).
+CREATE OR REPLACE FUNCTION flowforge._start_run(p_org uuid, p_workflow text, p_input jsonb, p_idempotency_key text,
+                                                p_now timestamptz, p_triggered_by text DEFAULT NULL,
+                                                p_trigger_firing_id uuid DEFAULT NULL)
 RETURNS uuid
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-SET flowforge.caller_org = ''
-SET plan_cache_mode = force_generic_plan
+LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_org constant uuid := flowforge._authorize('member');
-    v_now constant timestamptz := flowforge.now();
-    v_input constant jsonb := coalesce(start_run.input, '{}');
+    v_input constant jsonb := coalesce(p_input, '{}');
     v_workflow record;
     v_run_id uuid := gen_random_uuid();
     v_existing record;
@@ -30,54 +30,82 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'Wrap the value: {"value": ...}.';
     END IF;
     PERFORM flowforge._check_size(v_input, 'run input');
-    IF start_run.idempotency_key IS NOT NULL AND length(start_run.idempotency_key) NOT BETWEEN 1 AND 200 THEN
+    IF p_idempotency_key IS NOT NULL AND length(p_idempotency_key) NOT BETWEEN 1 AND 200 THEN
         RAISE EXCEPTION 'idempotency key must be 1 to 200 characters'
             USING ERRCODE = 'FF003', HINT = 'Use a short stable key, such as a request id.';
     END IF;
 
     SELECT w.id, w.name, w.kind, w.spec INTO v_workflow
     FROM flowforge.workflow w
-    WHERE w.organization_id = v_org AND w.name = start_run.workflow
+    WHERE w.organization_id = p_org AND w.name = p_workflow
     ORDER BY w.version DESC
     LIMIT 1;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(start_run.workflow), 'NULL')
+        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(p_workflow), 'NULL')
             USING ERRCODE = 'FF001', HINT = 'Define it first with flowforge.define_workflow(spec).';
     END IF;
 
-    IF start_run.idempotency_key IS NOT NULL THEN
+    IF p_idempotency_key IS NOT NULL THEN
         -- Claim the key first: a concurrent start with the same key waits here
         -- for ours to commit, then finds our run instead of making a second.
         v_hash := md5(v_workflow.name || '/' || v_input::text);
         INSERT INTO flowforge.idempotency_key (organization_id, key, workflow_run_id, request_hash, created_at)
-        VALUES (v_org, start_run.idempotency_key, v_run_id, v_hash, v_now)
+        VALUES (p_org, p_idempotency_key, v_run_id, v_hash, p_now)
         ON CONFLICT DO NOTHING;
         IF NOT FOUND THEN
             SELECT k.workflow_run_id, k.request_hash INTO v_existing
             FROM flowforge.idempotency_key k
-            WHERE k.organization_id = v_org AND k.key = start_run.idempotency_key;
+            WHERE k.organization_id = p_org AND k.key = p_idempotency_key;
             IF v_existing.request_hash <> v_hash THEN
                 RAISE EXCEPTION 'idempotency key % was already used for a different workflow or input (run %)',
-                    quote_literal(start_run.idempotency_key), v_existing.workflow_run_id
+                    quote_literal(p_idempotency_key), v_existing.workflow_run_id
                     USING ERRCODE = 'FF006', HINT = 'Use a new key for a different request.';
             END IF;
             RETURN v_existing.workflow_run_id;
         END IF;
     END IF;
 
-    PERFORM flowforge._start_engine_run(v_workflow.kind, v_org, v_run_id, v_workflow.id, v_workflow.spec, v_input,
-                                        start_run.idempotency_key, v_now);
-    PERFORM flowforge._audit(v_org, 'start', 'workflow_run', v_run_id::text,
-                             CASE WHEN start_run.idempotency_key IS NULL THEN ARRAY['workflow', 'input']
-                                  ELSE ARRAY['workflow', 'input', 'idempotency_key'] END);
+    PERFORM flowforge._start_engine_run(v_workflow.kind, p_org, v_run_id, v_workflow.id, v_workflow.spec, v_input,
+                                        p_idempotency_key, p_now);
+    IF p_triggered_by IS NOT NULL THEN
+        -- The directory merges: the cause completes the row the engine wrote.
+        PERFORM flowforge._record_run(p_org, v_run_id, v_workflow.kind, v_workflow.id, p_now, NULL, p_triggered_by,
+                                      p_trigger_firing_id);
+    END IF;
+    -- Only a run that was started is audited: a repeated key writes nothing.
+    PERFORM flowforge._audit(p_org, 'start', 'workflow_run', v_run_id::text,
+                             CASE WHEN p_idempotency_key IS NULL THEN ARRAY['workflow', 'input']
+                                  ELSE ARRAY['workflow', 'input', 'idempotency_key'] END
+                             || CASE WHEN p_triggered_by IS NULL THEN '{}'::text[] ELSE ARRAY['trigger'] END);
     RETURN v_run_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._start_run(uuid, text, jsonb, text, timestamptz, text, uuid) IS
+  'Internal: starts the latest version of workflow p_workflow of organization p_org (any kind) with input p_input; '
+  'an idempotency key already used with the same workflow and input returns that run. With p_triggered_by, the '
+  'directory row records the trigger and its firing as the cause. A started run is audited. Errors: FF001 unknown workflow; FF003 input not an '
+  'object or a bad key; FF006 key reused for a different request; FF009 input over the size limit.';
+
+CREATE OR REPLACE FUNCTION flowforge.start_run(workflow text, input jsonb DEFAULT '{}', idempotency_key text DEFAULT NULL)
+RETURNS uuid
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+BEGIN
+    RETURN flowforge._start_run(v_org, start_run.workflow, start_run.input, start_run.idempotency_key,
+                                flowforge.now());
 END;
 $$;
 COMMENT ON FUNCTION flowforge.start_run(text, jsonb, text) IS
   'start_run(workflow text, input jsonb default ''{}'', idempotency_key text default null) -> uuid. Starts the latest '
-  'version of the named workflow in the caller''s organization: one workflow_run (state running) and one task_run per '
-  'task, in one statement; tasks without dependencies are ready at once (NOTIFY flowforge_ready). Events: run_started, '
-  'created per task. The same idempotency_key with the same workflow and input returns the first run''s id and writes '
+  'version of the named workflow in the caller''s organization, of any kind: for a dag one workflow_run (state '
+  'running) and one task_run per task, in one statement, tasks without dependencies ready at once (NOTIFY '
+  'flowforge_ready); for a graph its start node entered; for a statemachine its initial state entered. Events: '
+  'run_started, created per unit of work. The same idempotency_key with the same workflow and input returns the first run''s id and writes '
   'nothing. Errors: FF001 unknown workflow; FF003 input not an object or a bad key; FF006 key reused for a different '
   'request; FF009 input over the size limit; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.start_run(text,jsonb,text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');

@@ -33,7 +33,8 @@ BEGIN
     END IF;
     -- Each duty in its own subtransaction: one that fails (and says why) never
     -- keeps the others from running.
-    FOREACH v_duty IN ARRAY ARRAY['reaped', 'reaped_items', 'dispatched', 'agents_inactive', 'timers_fired'] LOOP
+    -- contains the errors of: flowforge._reap_task_leases, flowforge._reap_work_items, flowforge._dispatch_due, flowforge._sweep_agents, flowforge._fire_machine_timers, flowforge._fire_cron_triggers
+    FOREACH v_duty IN ARRAY ARRAY['reaped', 'reaped_items', 'dispatched', 'agents_inactive', 'timers_fired', 'cron_fired'] LOOP
         BEGIN
             v_done := CASE v_duty
                           WHEN 'reaped' THEN flowforge._reap_task_leases(v_orgs, 1000, v_now)
@@ -41,6 +42,7 @@ BEGIN
                           WHEN 'dispatched' THEN flowforge._dispatch_due(1000, v_now, v_orgs)
                           WHEN 'agents_inactive' THEN flowforge._sweep_agents(v_orgs, v_now)
                           WHEN 'timers_fired' THEN flowforge._fire_machine_timers(v_orgs, 1000, v_now)
+                          WHEN 'cron_fired' THEN flowforge._fire_cron_triggers(v_orgs, 100, v_now)
                       END;
             v_counts := v_counts || jsonb_build_object(v_duty, v_done);
         EXCEPTION WHEN OTHERS THEN
@@ -60,7 +62,8 @@ COMMENT ON FUNCTION flowforge.tick(text) IS
   'tick(engine_id text default null) -> jsonb. Runs every periodic duty once and returns a count per duty: '
   '{"reaped": n (task leases), "reaped_items": n (work-item leases), "dispatched": n (due push retries), '
   '"agents_inactive": n (agents whose heartbeat stopped; their affinity bindings released), "timers_fired": n '
-  '(machine "after" timers that moved their machine), "at": now}; a duty '
+  '(machine "after" timers that moved their machine), "cron_fired": n (cron slots fired, each one trigger_firing '
+  'row), "at": now}; a duty '
   'that failed counts 0 and its error is under "errors" (the others still ran). With engine_id (a daemon''s '
   'instance id) the duties are shared among live daemons by per-organization leases and this call does those of '
   'the organizations it serves ("serving": {organization: generation}); without it, every organization''s (a lone '

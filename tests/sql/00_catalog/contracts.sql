@@ -21,11 +21,19 @@ SELECT p.oid, p.proname::text AS name, p.oid::regprocedure::text AS signature, p
 FROM pg_proc p WHERE p.pronamespace = 'flowforge'::regnamespace;
 
 -- Which flowforge functions each function's body calls (by name: every overload).
+-- A body that catches every error of some calls and turns it into a result
+-- (fire_trigger records a refused firing; tick reports a failed duty) says so
+-- with a line "-- contains the errors of: flowforge._a, flowforge._b": those
+-- calls' codes do not escape it.
 CREATE TEMP TABLE calls AS
 SELECT DISTINCT f.oid AS caller, g.oid AS callee
 FROM fn f
 CROSS JOIN LATERAL regexp_matches(f.prosrc, 'flowforge\.(_[a-z0-9_]+)\s*\(', 'g') AS m(name)
-JOIN fn g ON g.name = m.name[1];
+JOIN fn g ON g.name = m.name[1]
+WHERE NOT m.name[1] = ANY (coalesce(
+    (SELECT array_agg(c[1]) FROM regexp_matches(
+        substring(f.prosrc FROM '-- contains the errors of: ([^\n]*)'), 'flowforge\.(_[a-z0-9_]+)', 'g') AS c),
+    '{}'));
 
 -- Codes each function raises itself.
 CREATE TEMP TABLE raises AS
