@@ -37,7 +37,7 @@ AS $$
 DECLARE
     v_row record;
 BEGIN
-    SELECT tr.state, tr.fencing_token, tr.started_at, tr.timeout INTO v_row
+    SELECT tr.state, tr.fencing_token, tr.started_at, tr.timeout, tr.lease_owner INTO v_row
     FROM flowforge.task_run tr
     WHERE tr.id = p_task_run_id AND tr.organization_id = flowforge.current_organization();
     IF NOT FOUND THEN
@@ -50,6 +50,11 @@ BEGIN
             USING ERRCODE = 'FF004',
                   HINT = 'Your lease was lost (reaped, re-claimed or the run was cancelled): drop the result, do not retry the write.';
     END IF;
+    IF v_row.state = 'running' AND v_row.lease_owner = flowforge._fanout_holder() THEN
+        RAISE EXCEPTION '% refused: task run % fans out; its children report, no worker holds it', p_operation,
+            p_task_run_id
+            USING ERRCODE = 'FF004', HINT = 'Handle its children (work items, claim_work); drop this write.';
+    END IF;
     IF v_row.state = 'running' THEN
         RAISE EXCEPTION '% refused: task run % exceeded its timeout of %', p_operation, p_task_run_id, v_row.timeout
             USING ERRCODE = 'FF004',
@@ -61,8 +66,8 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._refuse_task_write(uuid, bigint, text) IS
-  'Internal: raises FF001 (no such task run in this organization), FF004 (stale fencing token or timed out) or '
-  'FF005 (token current but the task is not running). Never returns.';
+  'Internal: raises FF001 (no such task run in this organization), FF004 (stale fencing token, timed out, or held '
+  'by its fan-out) or FF005 (token current but the task is not running). Never returns.';
 
 -- Explain why a write naming (work_item_id, fencing_token) matched nothing:
 -- the work-item twin of _refuse_task_write. Always raises.
@@ -74,7 +79,7 @@ AS $$
 DECLARE
     v_row record;
 BEGIN
-    SELECT w.status, w.fencing_token, w.timeout INTO v_row
+    SELECT w.status, w.fencing_token, w.timeout, w.leased_by INTO v_row
     FROM flowforge.work_item w
     WHERE w.id = p_work_item_id AND w.organization_id = flowforge.current_organization();
     IF NOT FOUND THEN
@@ -86,6 +91,11 @@ BEGIN
             p_operation, p_fencing_token, p_work_item_id, v_row.status, v_row.fencing_token
             USING ERRCODE = 'FF004',
                   HINT = 'Your lease was lost (reaped, re-claimed or the run was cancelled): drop the result, do not retry the write.';
+    END IF;
+    IF v_row.status = 'dispatched' AND v_row.leased_by = flowforge._fanout_holder() THEN
+        RAISE EXCEPTION '% refused: work item % fans out; its children report, no worker holds it', p_operation,
+            p_work_item_id
+            USING ERRCODE = 'FF004', HINT = 'Handle its children (claim_work); drop this write.';
     END IF;
     IF v_row.status = 'dispatched' THEN
         RAISE EXCEPTION '% refused: work item % exceeded its timeout of %', p_operation, p_work_item_id, v_row.timeout

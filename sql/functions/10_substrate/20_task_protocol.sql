@@ -250,6 +250,7 @@ BEGIN
     WHERE tr.id = heartbeat.task_run_id
       AND tr.fencing_token = heartbeat.fencing_token
       AND tr.state = 'running'
+      AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
       AND tr.organization_id = v_org
       AND (tr.timeout IS NULL OR tr.started_at + tr.timeout > v_now)
     RETURNING tr.lease_expires_at INTO v_expires;
@@ -264,7 +265,7 @@ COMMENT ON FUNCTION flowforge.heartbeat(uuid, bigint, interval) IS
   'lease of a running task held under this fencing token to now + lease (never past started_at + timeout) and returns '
   'the new expiry; for a pushed task the first heartbeat takes it over from the dispatcher (lease_owner dispatch -> '
   'push-consumer). Records no event (it is not a transition). Errors: FF001 no such task run; FF004 stale token, lease '
-  'reaped, run cancelled or timeout exceeded — stop and drop the result; FF005 not running; FF003 bad lease; FF007/FF008 as for every API call.';
+  'reaped, run cancelled, timeout exceeded or a fanning task — stop and drop the result; FF005 not running; FF003 bad lease; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.heartbeat(uuid,bigint,interval)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.complete(task_run_id uuid, fencing_token bigint, output jsonb DEFAULT NULL)
@@ -296,6 +297,7 @@ BEGIN
           AND tr.workflow_run_id = run.id
           AND tr.fencing_token = complete.fencing_token
           AND tr.state = 'running'
+          AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
           AND tr.organization_id = v_org
         RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt
     ), event AS (
@@ -317,7 +319,7 @@ COMMENT ON FUNCTION flowforge.complete(uuid, bigint, jsonb) IS
   'complete(task_run_id uuid, fencing_token bigint, output jsonb default null). The holder of a running task reports '
   'success: the task succeeds with output; dependents whose dependencies have all succeeded become ready in the same '
   'transaction (NOTIFY); the run succeeds when this was its last unfinished task. Events: completed, released, '
-  'run_succeeded/run_failed. Errors: FF001 no such task run; FF004 stale token (reaped, re-claimed, cancelled) — '
+  'run_succeeded/run_failed. Errors: FF001 no such task run; FF004 stale token (reaped, re-claimed, cancelled) or a fanning task (its children report) — '
   'drop the result; FF005 the task is not running (already completed or failed); FF009 output over the size limit; '
   'FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.complete(uuid,bigint,jsonb)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
@@ -351,6 +353,7 @@ BEGIN
     WHERE tr.id = fail.task_run_id
       AND tr.fencing_token = fail.fencing_token
       AND tr.state = 'running'
+      AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
       AND tr.organization_id = v_org
       AND t.id = tr.task_id
     RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.state, tr.attempt, tr.ready_at INTO v_task;
@@ -376,6 +379,6 @@ COMMENT ON FUNCTION flowforge.fail(uuid, bigint, text, boolean) IS
   'task reports failure. With retryable and attempts left: back to ready with attempt + 1 after backoff * '
   'backoff_factor^(attempt-1), capped at max_backoff (event retry_scheduled). Otherwise failed (event failed): every '
   'transitive dependent is skipped, independent branches continue, and the run fails once nothing is left to do. '
-  'Errors: FF001 no such task run; FF004 stale token — drop the result; FF005 the task is not running; FF009 error '
+  'Errors: FF001 no such task run; FF004 stale token or a fanning task — drop the result; FF005 the task is not running; FF009 error '
   'text over the size limit; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.fail(uuid,bigint,text,boolean)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');

@@ -54,6 +54,7 @@ BEGIN
         SET state = 'succeeded', output = item.output, finished_at = v_now, lease_expires_at = NULL, error = NULL
         FROM item
         WHERE tr.id = item.id AND tr.fencing_token = item.token AND tr.state = 'running' AND tr.organization_id = v_org
+          AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()
           AND NOT item.id = ANY (v_too_large)
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt, tr.fencing_token
     ), events AS (

@@ -195,6 +195,7 @@ BEGIN
     WHERE w.id = heartbeat_work.work_item_id
       AND w.fencing_token = heartbeat_work.fencing_token
       AND w.status = 'dispatched'
+      AND w.leased_by IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
       AND w.organization_id = v_org
       AND (w.timeout IS NULL OR w.dispatched_at + w.timeout > v_now)
     RETURNING w.lease_expires_at INTO v_expires;
@@ -208,7 +209,7 @@ COMMENT ON FUNCTION flowforge.heartbeat_work(uuid, bigint, interval) IS
   'heartbeat_work(work_item_id uuid, fencing_token bigint, lease interval default ''30 seconds'') -> timestamptz. '
   'Extends the lease of a dispatched work item held under this fencing token to now + lease (never past '
   'dispatched_at + timeout) and returns the new expiry. Records no event. Errors: FF001 no such work item; FF004 '
-  'stale token, lease reaped, run cancelled or timeout exceeded — stop and drop the result; FF005 not dispatched; '
+  'stale token, lease reaped, run cancelled, timeout exceeded or a fanning item — stop and drop the result; FF005 not dispatched; '
   'FF003 bad lease; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.heartbeat_work(uuid,bigint,interval)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
 
@@ -236,6 +237,7 @@ BEGIN
     WHERE w.id = complete_work.work_item_id
       AND w.fencing_token = complete_work.fencing_token
       AND w.status = 'dispatched'
+      AND w.leased_by IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
       AND w.organization_id = v_org
     RETURNING w.run_id, flowforge._unit_kind(w.engine_kind, w.checkpoint_id) AS engine_kind, w.task_id, w.retry_count
     INTO v_item;
@@ -253,7 +255,7 @@ COMMENT ON FUNCTION flowforge.complete_work(uuid, bigint, jsonb) IS
   'complete_work(work_item_id uuid, fencing_token bigint, output jsonb default null). The holder of a dispatched work '
   'item reports success: the item completes with output, and its engine reacts in the same transaction (a graph '
   'merges the output into the run''s data and takes its next edge). Event completed. Errors: FF001 no such work '
-  'item; FF004 stale token — drop the result; FF005 not dispatched (already completed, failed or retried); FF009 '
+  'item; FF004 stale token or a fanning item — drop the result; FF005 not dispatched (already completed, failed or retried); FF009 '
   'output over the limits; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.complete_work(uuid,bigint,jsonb)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
 
@@ -291,6 +293,7 @@ BEGIN
     WHERE w.id = fail_work.work_item_id
       AND w.fencing_token = fail_work.fencing_token
       AND w.status = 'dispatched'
+      AND w.leased_by IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
       AND w.organization_id = v_org
     RETURNING w.run_id, flowforge._unit_kind(w.engine_kind, w.checkpoint_id) AS engine_kind, w.task_id, w.status,
               w.retry_count, w.next_attempt_at INTO v_item;
@@ -319,6 +322,6 @@ COMMENT ON FUNCTION flowforge.fail_work(uuid, bigint, text, boolean) IS
   'dispatched work item reports failure. With retryable and retries left: back to pending with retry_count + 1 and '
   'next_attempt_at after backoff * backoff_factor^(attempt-1), capped at max_backoff (event retry_scheduled). '
   'Otherwise failed (event failed), and its engine reacts in the same transaction (a graph run fails with the error). '
-  'Errors: FF001 no such work item; FF004 stale token — drop the result; FF005 not dispatched; FF009 error text over '
+  'Errors: FF001 no such work item; FF004 stale token or a fanning item — drop the result; FF005 not dispatched; FF009 error text over '
   'the size limit; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.fail_work(uuid,bigint,text,boolean)', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
