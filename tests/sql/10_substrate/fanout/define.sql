@@ -146,7 +146,7 @@ SELECT results_eq(
       ORDER BY n$$,
     $$VALUES ('0', '0'::jsonb), ('3', '3'), ('9999999', '9999999'), ('"0%"', '"0%"'), ('"5%"', '"5%"'),
              ('"12.5%"', '"12.5%"'), ('"99.99%"', '"99.99%"'), ('"100%"', '"100%"')$$,
-    'tolerated_failures accepted as a count 0..9999999 or a percentage 0%..100% (two decimals at most), kept as written');
+    'tolerated_failures accepted as a count 0..9999999 or a percentage 0%..100% (two decimals at most)');
 SELECT is(pg_temp.map_of(flowforge.define_workflow(pg_temp.dag('{"over": "$.run.images", "on_item_failure": "fail", "tolerated_failures": 2}', 'fo_t9'))),
           '{"over": "$.\"run\".\"images\"", "mode": "map", "max_concurrency": 100, "on_item_failure": "fail", "tolerated_failures": 2}',
           'tolerated_failures with on_item_failure fail (explicit) is accepted');
