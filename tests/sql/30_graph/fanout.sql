@@ -8,7 +8,7 @@
 -- visit) over the new elements; cancel_run cancels every child; retry_run
 -- resumes the same generation; an "over" that yields no array fails the run.
 BEGIN;
-SELECT plan(58);
+SELECT plan(62);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 -- resize (map over the data's images) -> check; check -> resize when the
@@ -254,6 +254,24 @@ SELECT is((SELECT error FROM flowforge.graph_run WHERE run_id = :'rw2'),
 SELECT lives_ok(format($$SELECT flowforge.retry_run(%L)$$, :'rw2'), 'retry_run of it is allowed (a node failure) ...');
 SELECT is((SELECT status::text FROM flowforge.graph_run WHERE run_id = :'rw2'), 'failed',
           '... and fails the same way (the data did not change)');
+
+-- ===========================================================================
+-- TODO: the held item refuses the worker protocol (see dag_map.sql, O): its
+-- fencing token shows in get_run's items, and heartbeat_work would make it
+-- reapable, complete_work take the next edge while its children run.
+-- ===========================================================================
+SELECT flowforge.start_run('gfo', '{"images": ["s", "t", "u"]}') AS rt \gset
+SELECT id AS rt_parent, fencing_token AS rt_tok FROM flowforge.work_item WHERE run_id = :'rt' AND checkpoint_id IS NULL \gset
+SELECT is((SELECT (i ->> 'fencing_token')::bigint FROM jsonb_array_elements(flowforge.get_run(:'rt') -> 'items') i
+           WHERE i ->> 'id' = :'rt_parent'), :'rt_tok'::bigint, 'get_run shows the held item''s fencing token');
+SELECT todo_start('the held item of a fan-out refuses heartbeat_work/complete_work/fail_work under its (visible) token');
+SELECT throws_ok(format('SELECT flowforge.heartbeat_work(%L, %s)', :'rt_parent', :'rt_tok'), 'FF004', NULL,
+                 'heartbeat_work of the held item is refused (FF004)');
+SELECT throws_ok(format($$SELECT flowforge.complete_work(%L, %s, '"forged"')$$, :'rt_parent', :'rt_tok'), 'FF004', NULL,
+                 'complete_work of the held item is refused (FF004)');
+SELECT throws_ok(format($$SELECT flowforge.fail_work(%L, %s, 'forged')$$, :'rt_parent', :'rt_tok'), 'FF004', NULL,
+                 'fail_work of the held item is refused (FF004)');
+SELECT todo_end();
 
 SELECT * FROM finish();
 ROLLBACK;

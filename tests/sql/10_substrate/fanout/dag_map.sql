@@ -19,8 +19,9 @@
 --   L  retry_run after a failure resumes: succeeded children untouched
 --   M  fan_out_output: pages, statuses, refusals
 --   N  a map output over max_payload_bytes is passed by reference
+--   O  (TODO) the held task refuses the worker protocol
 BEGIN;
-SELECT plan(166);
+SELECT plan(170);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 -- The task run of task p_key in run p_run.
@@ -756,6 +757,27 @@ SELECT results_eq(
     format($$SELECT iterator_type::text, output_by_reference FROM flowforge.checkpoint WHERE run_id = %L$$, :'rc'),
     $$VALUES ('foreach', false)$$, 'N: (a foreach output, the counts, is always inline)');
 UPDATE flowforge.setting SET max_payload_bytes = 1048576;
+
+-- ===========================================================================
+-- O  TODO: the held task refuses the worker protocol. Its fencing token is no
+--    secret (get_run shows it; it is the ready task's + 1), and the protocol
+--    checks only the token: heartbeat() gives it a finite lease that tick()
+--    then reaps — the task goes ready, fans out again and fails for good on
+--    work_item_checkpoint_live_uq, its children left live — and complete()
+--    succeeds it with any output while its children run.
+-- ===========================================================================
+SELECT flowforge.start_run('fo_k', '{"n": [0, 1, 2]}') AS ro \gset
+SELECT id AS ro_m, fencing_token AS ro_tok FROM flowforge.task_run WHERE workflow_run_id = :'ro' AND task_key = 'm' \gset
+SELECT is((SELECT (t ->> 'fencing_token')::bigint FROM jsonb_array_elements(flowforge.get_run(:'ro') -> 'tasks') t
+           WHERE t ->> 'key' = 'm'), :'ro_tok'::bigint, 'O: get_run shows the held task''s fencing token');
+SELECT todo_start('the held task of a fan-out refuses heartbeat/complete/fail under its (visible) token');
+SELECT throws_ok(format('SELECT flowforge.heartbeat(%L, %s)', :'ro_m', :'ro_tok'), 'FF004', NULL,
+                 'O: heartbeat() of the held task is refused (FF004): it would make it reapable');
+SELECT throws_ok(format($$SELECT flowforge.complete(%L, %s, '"forged"')$$, :'ro_m', :'ro_tok'), 'FF004', NULL,
+                 'O: complete() of the held task is refused (FF004): only its children complete it');
+SELECT throws_ok(format($$SELECT flowforge.fail(%L, %s, 'forged')$$, :'ro_m', :'ro_tok'), 'FF004', NULL,
+                 'O: fail() of the held task is refused (FF004)');
+SELECT todo_end();
 
 SELECT * FROM finish();
 ROLLBACK;
