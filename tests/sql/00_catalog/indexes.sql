@@ -400,9 +400,6 @@ PREPARE ix_collect(uuid, integer, bigint) AS
     SELECT coalesce(jsonb_agg(w.output ORDER BY g.i), '[]') FROM generate_series(0, $3 - 1) AS g(i)
     LEFT JOIN flowforge.work_item w ON w.checkpoint_id = $1 AND w.checkpoint_generation = $2 AND w.item_index = g.i
                                    AND w.status = 'completed';
--- _tasks_ready: any ready fanning task in this run?
-PREPARE ix_fanning(uuid) AS
-    SELECT 1 FROM flowforge.task_run tr WHERE tr.workflow_run_id = $1 AND tr.state = 'ready' AND tr.fans_out;
 SET LOCAL plan_cache_mode = force_generic_plan;
 SELECT matches(pg_temp.plan_of(format('EXECUTE ix_skip(%L, 1, 7)', :'ix_cp')),
     '^(?!.*Seq Scan)(?!.*Sort).*Index (Only )?Scan using work_item_checkpoint_done_uq',
@@ -410,9 +407,6 @@ SELECT matches(pg_temp.plan_of(format('EXECUTE ix_skip(%L, 1, 7)', :'ix_cp')),
 SELECT matches(pg_temp.plan_of(format('EXECUTE ix_collect(%L, 1, 200)', :'ix_cp')),
     '^(?!.*Seq Scan on work_item).*work_item_checkpoint_done_uq',
     '_fanout_finish''s collection in element order (generic plan) reads the completed children from work_item_checkpoint_done_uq');
-SELECT matches(pg_temp.plan_of(format('EXECUTE ix_fanning(%L)', :'ix_cp_run')),
-    '^(?!.*Seq Scan).*Index (Only )?Scan using idx_taskrun_fanout_ready',
-    '_tasks_ready''s probe for ready fanning tasks (generic plan) reads idx_taskrun_fanout_ready');
 SET LOCAL plan_cache_mode = force_custom_plan;
 SELECT matches(pg_temp.plan_of(format('EXECUTE ix_skip(%L, 1, 7)', :'ix_cp')),
     '^(?!.*Seq Scan)(?!.*Sort).*Index (Only )?Scan using work_item_checkpoint_done_uq',
@@ -420,13 +414,9 @@ SELECT matches(pg_temp.plan_of(format('EXECUTE ix_skip(%L, 1, 7)', :'ix_cp')),
 SELECT matches(pg_temp.plan_of(format('EXECUTE ix_collect(%L, 1, 200)', :'ix_cp')),
     '^(?!.*Seq Scan on work_item).*work_item_checkpoint_done_uq',
     'the collection (custom plan) reads work_item_checkpoint_done_uq');
-SELECT matches(pg_temp.plan_of(format('EXECUTE ix_fanning(%L)', :'ix_cp_run')),
-    '^(?!.*Seq Scan).*Index (Only )?Scan using idx_taskrun_fanout_ready',
-    'the probe (custom plan) reads idx_taskrun_fanout_ready');
 SET LOCAL plan_cache_mode = auto;
 DEALLOCATE ix_skip;
 DEALLOCATE ix_collect;
-DEALLOCATE ix_fanning;
 
 SET LOCAL enable_seqscan = off;
 SET LOCAL enable_bitmapscan = off;
@@ -523,8 +513,21 @@ SELECT matches(pg_temp.plan_of($$
     ORDER BY created_at$$),
     '^(?!.*Sort).*Index Scan using idx_event_work_item', 'a work item''s events read idx_event_work_item, no sort');
 
--- Fan-out's other reads by key: a checkpoint by its node, a child's page, a
--- fan-out's live children (cancel), its failed elements (get_run).
+-- Fan-out's other reads by key: _tasks_ready's probe for ready fanning tasks
+-- (every time tasks become ready, so generic and custom), a checkpoint by its
+-- node, a child's page, a fan-out's live children (cancel), its failed
+-- elements (get_run).
+PREPARE ix_fanning(uuid) AS
+    SELECT 1 FROM flowforge.task_run tr WHERE tr.workflow_run_id = $1 AND tr.state = 'ready' AND tr.fans_out;
+SET LOCAL plan_cache_mode = force_generic_plan;
+SELECT matches(pg_temp.plan_of(format('EXECUTE ix_fanning(%L)', :'ix_cp_run')),
+    'Index (Only )?Scan using idx_taskrun_fanout_ready',
+    '_tasks_ready''s probe for ready fanning tasks (generic plan) reads idx_taskrun_fanout_ready');
+SET LOCAL plan_cache_mode = force_custom_plan;
+SELECT matches(pg_temp.plan_of(format('EXECUTE ix_fanning(%L)', :'ix_cp_run')),
+    'Index (Only )?Scan using idx_taskrun_fanout_ready', 'the probe (custom plan) reads idx_taskrun_fanout_ready');
+SET LOCAL plan_cache_mode = auto;
+DEALLOCATE ix_fanning;
 SELECT matches(pg_temp.plan_of(format($$
     SELECT id FROM flowforge.checkpoint WHERE organization_id = '00000000-0000-0000-0000-000000000001'
       AND run_id = %L AND node_name = 'm'$$, :'ix_cp_run')),
