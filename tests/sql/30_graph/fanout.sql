@@ -8,7 +8,7 @@
 -- visit) over the new elements; cancel_run cancels every child; retry_run
 -- resumes the same generation; an "over" that yields no array fails the run.
 BEGIN;
-SELECT plan(62);
+SELECT plan(64);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 -- resize (map over the data's images) -> check; check -> resize when the
@@ -264,6 +264,12 @@ SELECT flowforge.start_run('gfo', '{"images": ["s", "t", "u"]}') AS rt \gset
 SELECT id AS rt_parent, fencing_token AS rt_tok FROM flowforge.work_item WHERE run_id = :'rt' AND checkpoint_id IS NULL \gset
 SELECT is((SELECT (i ->> 'fencing_token')::bigint FROM jsonb_array_elements(flowforge.get_run(:'rt') -> 'items') i
            WHERE i ->> 'id' = :'rt_parent'), :'rt_tok'::bigint, 'get_run shows the held item''s fencing token');
+SELECT flowforge_test.advance_clock('365 days') \gset
+SELECT is((flowforge.tick() ->> 'reaped_items')::int, 0, 'a year later tick() reaps nothing: the held item''s lease never expires');
+SELECT results_eq(
+    format($$SELECT status::text, lease_expires_at, fencing_token FROM flowforge.work_item WHERE id = %L$$, :'rt_parent'),
+    format($$VALUES ('dispatched', 'infinity'::timestamptz, %s::bigint)$$, :'rt_tok'),
+    'the held item is untouched: dispatched, its lease infinite, its token');
 SELECT todo_start('the held item of a fan-out refuses heartbeat_work/complete_work/fail_work under its (visible) token');
 SELECT throws_ok(format('SELECT flowforge.heartbeat_work(%L, %s)', :'rt_parent', :'rt_tok'), 'FF004', NULL,
                  'heartbeat_work of the held item is refused (FF004)');
