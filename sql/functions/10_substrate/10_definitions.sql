@@ -197,11 +197,24 @@ BEGIN
             PERFORM flowforge._invalid_definition(format(
                 '%s, map: tolerated_failures goes with on_item_failure "fail" ("continue" tolerates every failure)', p_label));
         END IF;
-        IF NOT ((jsonb_typeof(v_tolerated) = 'number' AND (v_tolerated #>> '{}') ~ '^[0-9]{1,7}$')
-                OR (jsonb_typeof(v_tolerated) = 'string' AND (v_tolerated #>> '{}') ~ '^([0-9]{1,2}(\.[0-9]{1,2})?|100)%$')) THEN
+        -- Canonical, so equal content hashes equal: a count as the integer (2.0 is 2), a
+        -- percentage without padding (05% and 5.50% are 5% and 5.5%).
+        IF jsonb_typeof(v_tolerated) = 'number' THEN
+            IF (v_tolerated #>> '{}')::numeric BETWEEN 0 AND 9999999
+               AND (v_tolerated #>> '{}')::numeric = trunc((v_tolerated #>> '{}')::numeric) THEN
+                v_tolerated := to_jsonb((v_tolerated #>> '{}')::numeric::bigint);
+            ELSE
+                v_tolerated := NULL;
+            END IF;
+        ELSIF jsonb_typeof(v_tolerated) = 'string' AND (v_tolerated #>> '{}') ~ '^([0-9]{1,2}(\.[0-9]{1,2})?|100)%$' THEN
+            v_tolerated := to_jsonb(trim_scale(rtrim(v_tolerated #>> '{}', '%')::numeric)::text || '%');
+        ELSE
+            v_tolerated := NULL;
+        END IF;
+        IF v_tolerated IS NULL THEN
             PERFORM flowforge._invalid_definition(format(
                 '%s, map: tolerated_failures must be a count (0 to 9999999) or a percentage such as "5%%", got %s',
-                p_label, v_tolerated));
+                p_label, p_map -> 'tolerated_failures'));
         END IF;
     END IF;
     RETURN jsonb_build_object(

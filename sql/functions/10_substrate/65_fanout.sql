@@ -99,6 +99,8 @@ BEGIN
         RETURN format('map over %s: the input yields %s, not an array', v_map ->> 'over',
                       CASE WHEN v_found IS NULL THEN 'nothing'
                            WHEN jsonb_array_length(v_found) > 1 THEN format('%s values', jsonb_array_length(v_found))
+                           WHEN jsonb_typeof(v_found -> 0) = 'object' THEN 'an object'
+                           WHEN jsonb_typeof(v_found -> 0) = 'null' THEN 'null'
                            ELSE 'a ' || jsonb_typeof(v_found -> 0) END);
     END IF;
     v_total := jsonb_array_length(v_found -> 0);

@@ -60,7 +60,9 @@ BEGIN
         RAISE EXCEPTION 'node % of run % never fanned out', quote_literal(fan_out_output.node), fan_out_output.run_id
             USING ERRCODE = 'FF001', HINT = 'get_run shows which nodes fan out (their fan_out progress).';
     END IF;
-    -- In element order, through work_item_checkpoint_done_uq; an element with no success yet says what it is.
+    -- In element order, through work_item_checkpoint_done_uq; an element with no success yet says what it is:
+    -- its live child (at most one, work_item_checkpoint_live_uq: a resumed element's new child, whatever the
+    -- clocks of the transactions that made it and its predecessor), else its latest settled one.
     RETURN QUERY
     SELECT g.i, coalesce(ok.status, last.status, 'not_started')::text, ok.output
     FROM generate_series(fan_out_output.after_index + 1,
@@ -71,7 +73,8 @@ BEGIN
     LEFT JOIN LATERAL (SELECT w.status FROM flowforge.work_item w
                        WHERE ok.id IS NULL AND w.checkpoint_id = v_cp.id AND w.checkpoint_generation = v_cp.generation
                          AND w.item_index = g.i
-                       ORDER BY w.created_at DESC LIMIT 1) last ON true
+                       ORDER BY w.status IN ('pending', 'dispatched') DESC, w.created_at DESC, w.id DESC
+                       LIMIT 1) last ON true
     ORDER BY g.i;
 END;
 $$;

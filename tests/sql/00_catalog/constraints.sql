@@ -7,13 +7,15 @@
 -- a binding goes with its agent, a work item RESTRICTs its definition node;
 -- the state-machine engine's (0017): a machine run RESTRICTs its definition,
 -- its queued events, seen ids and timers CASCADE with it, and its history
--- (machine_transition, no FK) outlives it.
+-- (machine_transition, no FK) outlives it; fan-out's (0020): a checkpoint
+-- RESTRICTs its definition and node and CASCADEs with its run's directory
+-- row, its pages and children CASCADE with it.
 --
 -- Valid rows are built through the API (define_workflow, start_run, claim,
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(413);
+SELECT plan(489);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -106,6 +108,9 @@ $$;
 --   MW  ct_machine (waiting -go-> working (action) -> finished, waiting -done-> finished, waiting -1 hour-> expired)
 --   M1 run of MW suspended in working (events e-1 applied, e-2 queued);  M2 run of MW waiting (its timer set)
 --   M3 run of MW succeeded (done)
+--   FW  ct_fanout (a DAG task m mapping over $.run.n, max_concurrency 2);  FR run of FW over [1, 2, 3]:
+--       checkpoint FC (element 0's child FC0 completed, 1's FD1 dispatched, 2's FP2 pending)
+--   GFW ct_gfanout (a graph node mapping over $.state.n);  GFR run of GFW: checkpoint GFC under its held item GFP
 -- ---------------------------------------------------------------------------
 INSERT INTO ctx VALUES ('W', flowforge_test.define_diamond('ct_diamond'));
 INSERT INTO ctx VALUES ('W2', flowforge_test.define_diamond('ct_diamond', '{"priority": 5}'));
@@ -196,6 +201,30 @@ SELECT results_eq(
              ('M2', 'waiting', 'running', true, false, 1::bigint, 0::bigint, 0::bigint, 1::bigint),
              ('M3', 'finished', 'succeeded', false, false, 2::bigint, 0::bigint, 0::bigint, 0::bigint)$$,
     'fixture: the API built a suspended machine with a queued event and seen ids, a waiting one with a timer, and an ended one'
+);
+
+-- Fan-out (0020), built through the API: define_workflow, start_run, claim_work, complete_work.
+INSERT INTO ctx VALUES ('FW', flowforge.define_workflow($${"name": "ct_fanout", "tasks": [
+    {"key": "m", "queue": "ct-fan", "map": {"over": "$.run.n", "max_concurrency": 2}}]}$$));
+INSERT INTO ctx VALUES ('FR', flowforge.start_run('ct_fanout', '{"n": [1, 2, 3]}'));
+INSERT INTO ctx SELECT 'FC', id FROM flowforge.checkpoint WHERE run_id = pg_temp.id('FR');
+INSERT INTO ctx VALUES ('FC0', flowforge_test.complete_child(pg_temp.id('FR'), 'm', 0, '"one"'));
+INSERT INTO ctx SELECT 'FD1', work_item_id FROM flowforge_test.claim_child(pg_temp.id('FR'), 'm', 1);
+INSERT INTO ctx VALUES ('FP2', flowforge_test.child_of(pg_temp.id('FR'), 'm', 2));
+INSERT INTO ctx VALUES ('GFW', flowforge.define_workflow($${"name": "ct_gfanout", "kind": "graph", "start": "m",
+    "nodes": [{"key": "m", "queue": "ct-gfan", "map": {"over": "$.state.n"}}, {"key": "done", "final": true}],
+    "edges": [{"from": "m", "to": "done"}]}$$));
+INSERT INTO ctx VALUES ('GFR', flowforge.start_run('ct_gfanout', '{"n": ["a", "b"]}'));
+INSERT INTO ctx SELECT 'GFC', id FROM flowforge.checkpoint WHERE run_id = pg_temp.id('GFR');
+INSERT INTO ctx SELECT 'GFP', id FROM flowforge.work_item WHERE run_id = pg_temp.id('GFR') AND checkpoint_id IS NULL;
+SELECT results_eq(
+    $$SELECT c.k, cp.engine_kind::text, cp.cursor, cp.idx, cp.total, cp.live, cp.max_concurrency, cp.done,
+             (SELECT string_agg(w.item_index || ':' || w.status, ' ' ORDER BY w.item_index) FROM flowforge.work_item w
+              WHERE w.checkpoint_id = cp.id)
+      FROM flowforge.checkpoint cp JOIN ctx c ON c.v = cp.id ORDER BY 1$$,
+    $$VALUES ('FC', 'dag', 3::bigint, 1::bigint, 3::bigint, 2, 2, false, '0:completed 1:dispatched 2:pending'),
+             ('GFC', 'graph', 2, 0, 2, 2, 100, false, '0:pending 1:pending')$$,
+    'fixture: the API built a DAG fan-out with a completed, a dispatched and a pending child, and a graph fan-out'
 );
 
 SELECT results_eq(
@@ -1122,6 +1151,174 @@ SELECT is(pg_temp.accepted('machine_timer_delay_positive', $$UPDATE flowforge.ma
           'accepted', 'machine_timer_delay_positive: the shortest positive delay is accepted');
 
 -- ===========================================================================
+-- 0020: checkpoint  (FC: dag, total 3, cursor 3, idx 1 = succeeded 1, live 2 of 2;  GFC: graph)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET engine_kind = 'statemachine', parent_task_run_id = NULL WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_engine_kind_valid', 'checkpoint_engine_kind_valid: an engine that does not fan out is refused');
+SELECT is(pg_temp.accepted('checkpoint_engine_kind_valid',
+          $$UPDATE flowforge.checkpoint SET engine_kind = 'graph', parent_task_run_id = NULL, parent_work_item_id = pg_temp.id('GFP')
+            WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_engine_kind_valid: graph (with a parent item) is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET parent_task_run_id = NULL WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_parent_of_its_engine', 'checkpoint_parent_of_its_engine: a DAG fan-out without its task run');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET parent_work_item_id = pg_temp.id('GFP') WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_parent_of_its_engine', 'checkpoint_parent_of_its_engine: a DAG fan-out naming a work item as its parent too');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET parent_work_item_id = NULL WHERE id = pg_temp.id('GFC')$$),
+          '23514 checkpoint_parent_of_its_engine', 'checkpoint_parent_of_its_engine: a graph fan-out without its held item');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET parent_task_run_id = pg_temp.tr('FR', 'm') WHERE id = pg_temp.id('GFC')$$),
+          '23514 checkpoint_parent_of_its_engine', 'checkpoint_parent_of_its_engine: a graph fan-out naming a task run');
+SELECT is(pg_temp.accepted('checkpoint_parent_of_its_engine',
+          $$UPDATE flowforge.checkpoint SET parent_task_run_id = pg_temp.tr('T', 'only') WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_parent_of_its_engine: a DAG fan-out under (another) task run is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET iterator_type = 'reduce' WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_iterator_type_valid', 'checkpoint_iterator_type_valid: an unknown iterator is refused');
+SELECT is(pg_temp.accepted('checkpoint_iterator_type_valid', $$UPDATE flowforge.checkpoint SET iterator_type = 'foreach' WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_iterator_type_valid: foreach is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET generation = 0 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_counts_valid', 'checkpoint_counts_valid: generation 0 is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET total = 1000001 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_counts_valid', 'checkpoint_counts_valid: more than 1,000,000 elements is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET cursor = total + 1 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_counts_valid', 'checkpoint_counts_valid: a cursor past the last element is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET cursor = -1 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_counts_valid', 'checkpoint_counts_valid: a negative cursor is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET succeeded = -1, failed = 2 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_counts_valid', 'checkpoint_counts_valid: a negative succeeded count is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET succeeded = 2, failed = -1 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_counts_valid', 'checkpoint_counts_valid: a negative failed count is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET idx = 0 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_counts_valid', 'checkpoint_counts_valid: idx that is not succeeded + failed (a lost count) is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET idx = 4, succeeded = 4, live = 0 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_counts_valid', 'checkpoint_counts_valid: more settled than there are elements is refused');
+SELECT is(pg_temp.accepted('checkpoint_counts_valid', $$UPDATE flowforge.checkpoint SET generation = 2, total = 1000000 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_counts_valid: generation 2 of 1,000,000 elements is accepted');
+SELECT is(pg_temp.accepted('checkpoint_counts_valid',
+          $$UPDATE flowforge.checkpoint SET cursor = 0, idx = 0, succeeded = 0, failed = 0, live = 0, total = 0 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_counts_valid: an empty fan-out (all zero) is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET live = 3, total = 10 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_within_concurrency', 'checkpoint_within_concurrency: a third live child under max_concurrency 2 (the bound broken)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET live = -1 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_within_concurrency', 'checkpoint_within_concurrency: a negative live count is refused');
+SELECT is(pg_temp.accepted('checkpoint_within_concurrency', $$UPDATE flowforge.checkpoint SET max_concurrency = 3, live = 3, total = 10 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_within_concurrency: exactly max_concurrency live is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET max_concurrency = 0, live = 0 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_concurrency_valid', 'checkpoint_concurrency_valid: max_concurrency 0 is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET max_concurrency = 10001 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_concurrency_valid', 'checkpoint_concurrency_valid: max_concurrency 10001 is refused');
+SELECT is(pg_temp.accepted('checkpoint_concurrency_valid', $$UPDATE flowforge.checkpoint SET max_concurrency = 10000 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_concurrency_valid: 10000 is accepted');
+SELECT is(pg_temp.accepted('checkpoint_concurrency_valid', $$UPDATE flowforge.checkpoint SET max_concurrency = 1, live = 1 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_concurrency_valid: 1 is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET max_concurrency = 5, live = 3 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_settled_plus_live_within_total', 'checkpoint_settled_plus_live_within_total: settled plus live over the elements (a child too many)');
+SELECT is(pg_temp.accepted('checkpoint_settled_plus_live_within_total', $$UPDATE flowforge.checkpoint SET max_concurrency = 5, live = 2 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_settled_plus_live_within_total: settled plus live equal to the elements is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET tolerated_failures = -1 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_tolerated_valid', 'checkpoint_tolerated_valid: a negative tolerance is refused');
+SELECT is(pg_temp.accepted('checkpoint_tolerated_valid', $$UPDATE flowforge.checkpoint SET tolerated_failures = NULL WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_tolerated_valid: NULL (continue: every failure tolerated) is accepted');
+SELECT is(pg_temp.accepted('checkpoint_tolerated_valid', $$UPDATE flowforge.checkpoint SET tolerated_failures = 5 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_tolerated_valid: a count is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET done = true, live = 0 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_done_iff_outcome', 'checkpoint_done_iff_outcome (=>): done with no outcome is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET outcome = 'succeeded' WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_done_iff_outcome', 'checkpoint_done_iff_outcome (<=): an outcome while not done is refused');
+SELECT is(pg_temp.accepted('checkpoint_done_iff_outcome', $$UPDATE flowforge.checkpoint SET done = true, outcome = 'cancelled', live = 0 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_done_iff_outcome: done with an outcome is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET done = true, outcome = 'finished', live = 0 WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_outcome_valid', 'checkpoint_outcome_valid: an unknown outcome is refused');
+SELECT is(pg_temp.accepted('checkpoint_outcome_valid', $$UPDATE flowforge.checkpoint SET done = true, outcome = 'failed', live = 0 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_outcome_valid: failed is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET done = true, outcome = 'succeeded' WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_done_has_nothing_live', 'checkpoint_done_has_nothing_live: a done fan-out with live children is refused');
+SELECT is(pg_temp.accepted('checkpoint_done_has_nothing_live', $$UPDATE flowforge.checkpoint SET done = true, outcome = 'succeeded', live = 0 WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_done_has_nothing_live: done with nothing live is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET deleted_at = now() WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_deleted_pair', 'checkpoint_deleted_pair: deleted_at without deleted_by is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint SET deleted_by = 'someone' WHERE id = pg_temp.id('FC')$$),
+          '23514 checkpoint_deleted_pair', 'checkpoint_deleted_pair: deleted_by without deleted_at is refused');
+SELECT is(pg_temp.accepted('checkpoint_deleted_pair', $$UPDATE flowforge.checkpoint SET deleted_at = now(), deleted_by = 'someone' WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_deleted_pair: both together are accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.checkpoint (organization_id, run_id, node_name, definition_id, task_id, engine_kind,
+                                parent_task_run_id, iterator_type, total, max_concurrency, created_by)
+                            SELECT organization_id, run_id, node_name, definition_id, task_id, engine_kind, parent_task_run_id,
+                                   iterator_type, total, max_concurrency, 'test'
+                            FROM flowforge.checkpoint WHERE id = pg_temp.id('FC')$$),
+          '23505 checkpoint_run_node_uq', 'checkpoint_run_node_uq: two checkpoints for one node of one run (two answers to "where does it stand")');
+SELECT is(pg_temp.accepted('checkpoint_run_node_uq', $$INSERT INTO flowforge.checkpoint (organization_id, run_id, node_name, definition_id, task_id, engine_kind,
+                                parent_task_run_id, iterator_type, total, max_concurrency, created_by)
+                            SELECT organization_id, run_id, 'other', definition_id, task_id, engine_kind, parent_task_run_id,
+                                   iterator_type, total, max_concurrency, 'test'
+                            FROM flowforge.checkpoint WHERE id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_run_node_uq: another node of the run is accepted');
+
+-- ===========================================================================
+-- 0020: checkpoint_page  (FC: page 0 = [1, 2, 3])
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint_page SET elements = '{"0": 1}' WHERE checkpoint_id = pg_temp.id('FC')$$),
+          '23514 checkpoint_page_is_array', 'checkpoint_page_is_array: a page that is not an array is refused');
+SELECT is(pg_temp.accepted('checkpoint_page_is_array', $$UPDATE flowforge.checkpoint_page SET elements = '[]' WHERE checkpoint_id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_page_is_array: an array is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.checkpoint_page SET page = -1 WHERE checkpoint_id = pg_temp.id('FC')$$),
+          '23514 checkpoint_page_non_negative', 'checkpoint_page_non_negative: page -1 is refused');
+SELECT is(pg_temp.accepted('checkpoint_page_non_negative', $$UPDATE flowforge.checkpoint_page SET page = 7 WHERE checkpoint_id = pg_temp.id('FC')$$),
+          'accepted', 'checkpoint_page_non_negative: page 7 is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.checkpoint_page (organization_id, checkpoint_id, page, elements)
+                            VALUES (flowforge.current_organization(), pg_temp.id('FC'), 0, '[4]')$$),
+          '23505 checkpoint_page_pkey', 'checkpoint_page_pkey: two rows for one page (an element read two ways)');
+SELECT is(pg_temp.accepted('checkpoint_page_pkey', $$INSERT INTO flowforge.checkpoint_page (organization_id, checkpoint_id, page, elements)
+                            VALUES (flowforge.current_organization(), pg_temp.id('FC'), 1, '[4]')$$),
+          'accepted', 'checkpoint_page_pkey: the next page is accepted');
+
+-- ===========================================================================
+-- 0020: fan-out children  (FC0 completed, FD1 dispatched, FP2 pending; WP an ordinary pending item)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET item_index = NULL WHERE id = pg_temp.id('FP2')$$),
+          '23514 work_item_child_complete', 'work_item_child_complete: a child without its element is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET checkpoint_generation = NULL WHERE id = pg_temp.id('FP2')$$),
+          '23514 work_item_child_complete', 'work_item_child_complete: a child without its generation is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET checkpoint_id = NULL WHERE id = pg_temp.id('FP2')$$),
+          '23514 work_item_child_complete', 'work_item_child_complete: an element and generation without a checkpoint are refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET item_index = 3 WHERE id = pg_temp.id('WP')$$),
+          '23514 work_item_child_complete', 'work_item_child_complete: an element index on an ordinary item is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET item_index = -1 WHERE id = pg_temp.id('FP2')$$),
+          '23514 work_item_child_complete', 'work_item_child_complete: a negative element index is refused');
+SELECT is(pg_temp.accepted('work_item_child_complete', $$UPDATE flowforge.work_item SET item_index = 9 WHERE id = pg_temp.id('FP2')$$),
+          'accepted', 'work_item_child_complete: a child naming checkpoint, generation and element is accepted');
+SELECT is(pg_temp.accepted('work_item_child_complete',
+          $$UPDATE flowforge.work_item SET checkpoint_id = NULL, checkpoint_generation = NULL, item_index = NULL WHERE id = pg_temp.id('FP2')$$),
+          'accepted', 'work_item_child_complete: an item naming none of the three is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET item_index = 1 WHERE id = pg_temp.id('FP2')$$),
+          '23505 work_item_checkpoint_live_uq', 'work_item_checkpoint_live_uq: two live children of one element (dispatched twice)');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.work_item (organization_id, engine_kind, run_id, task_id, task_name, queue, payload,
+                                status, next_attempt_at, checkpoint_id, checkpoint_generation, item_index, created_by)
+                            SELECT organization_id, engine_kind, run_id, task_id, task_name, queue, payload, 'pending', now(),
+                                   checkpoint_id, checkpoint_generation, item_index, 'test'
+                            FROM flowforge.work_item WHERE id = pg_temp.id('FP2')$$),
+          '23505 work_item_checkpoint_live_uq', 'work_item_checkpoint_live_uq: a racing second child of one element loses');
+SELECT is(pg_temp.accepted('work_item_checkpoint_live_uq', $$UPDATE flowforge.work_item SET item_index = 0 WHERE id = pg_temp.id('FP2')$$),
+          'accepted', 'work_item_checkpoint_live_uq: a live child of an element whose other child completed is accepted');
+SELECT is(pg_temp.accepted('work_item_checkpoint_live_uq', $$UPDATE flowforge.work_item SET checkpoint_generation = 2, item_index = 1 WHERE id = pg_temp.id('FP2')$$),
+          'accepted', 'work_item_checkpoint_live_uq: the same element in another generation is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET status = 'completed', lease_expires_at = NULL, completed_at = dispatched_at, item_index = 0
+                            WHERE id = pg_temp.id('FD1')$$),
+          '23505 work_item_checkpoint_done_uq', 'work_item_checkpoint_done_uq: a second success of one element (its output twice)');
+SELECT is(pg_temp.accepted('work_item_checkpoint_done_uq', $$UPDATE flowforge.work_item SET status = 'completed', lease_expires_at = NULL, completed_at = dispatched_at
+                            WHERE id = pg_temp.id('FD1')$$),
+          'accepted', 'work_item_checkpoint_done_uq: one success per element is accepted');
+SELECT is(pg_temp.accepted('work_item_checkpoint_done_uq', $$UPDATE flowforge.work_item SET status = 'failed', lease_expires_at = NULL, completed_at = dispatched_at, item_index = 0
+                            WHERE id = pg_temp.id('FD1')$$),
+          'accepted', 'work_item_checkpoint_done_uq: a failed child beside an element''s success is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET max_fanout_items = 0$$),
+          '23514 setting_max_fanout_items_sane', 'setting_max_fanout_items_sane: no element at all is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.setting SET max_fanout_items = 1000001$$),
+          '23514 setting_max_fanout_items_sane', 'setting_max_fanout_items_sane: more than a checkpoint can count (1,000,000) is refused');
+SELECT is(pg_temp.accepted('setting_max_fanout_items_sane', $$UPDATE flowforge.setting SET max_fanout_items = 1$$),
+          'accepted', 'setting_max_fanout_items_sane: 1 is accepted');
+SELECT is(pg_temp.accepted('setting_max_fanout_items_sane', $$UPDATE flowforge.setting SET max_fanout_items = 1000000$$),
+          'accepted', 'setting_max_fanout_items_sane: 1,000,000 is accepted');
+
+-- ===========================================================================
 -- Coverage: every CHECK and UNIQUE constraint of the schema was seen to fire
 -- and to accept (a constraint added by a later migration fails this until
 -- it gets its pair of tests here).
@@ -1131,7 +1328,8 @@ SELECT set_eq(
       UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),
                    ('server_secret_pkey'), ('setting_pkey'), ('graph_step_pkey'), ('graph_visit_pkey'),
                    ('graph_edge_pkey'), ('engine_one_serving_per_org'), ('machine_transition_pkey'),
-                   ('machine_event_queue_pkey'), ('machine_event_seen_pkey')$$,
+                   ('machine_event_queue_pkey'), ('machine_event_seen_pkey'), ('checkpoint_page_pkey'),
+                   ('work_item_checkpoint_live_uq'), ('work_item_checkpoint_done_uq')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'refused'$$,
     'every CHECK and UNIQUE constraint was seen to refuse a plain write'
 );
@@ -1140,7 +1338,8 @@ SELECT set_eq(
       UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),
                    ('server_secret_pkey'), ('setting_pkey'), ('graph_step_pkey'), ('graph_visit_pkey'),
                    ('graph_edge_pkey'), ('engine_one_serving_per_org'), ('machine_transition_pkey'),
-                   ('machine_event_queue_pkey'), ('machine_event_seen_pkey')$$,
+                   ('machine_event_queue_pkey'), ('machine_event_seen_pkey'), ('checkpoint_page_pkey'),
+                   ('work_item_checkpoint_live_uq'), ('work_item_checkpoint_done_uq')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'accepted'$$,
     'every CHECK and UNIQUE constraint was seen to accept a valid write'
 );
@@ -1210,6 +1409,36 @@ SELECT lives_ok($$DELETE FROM flowforge.agent WHERE name = 'ct-agent-a' AND orga
 SELECT is((SELECT count(*)::int FROM flowforge.affinity_binding WHERE agent_id = 'ct-agent-a'
              AND organization_id = flowforge.current_organization()), 0,
           'CASCADE: its bindings went with it');
+
+-- Fan-out (0020): a checkpoint keeps its definition and its node (RESTRICT)
+-- and goes with its run's directory row; its pages and children go with it.
+-- CP is an artificial row naming the definition of one never-run version and
+-- the node of another, so each RESTRICT is the only reference in the way.
+INSERT INTO ctx VALUES ('CPD', flowforge_test.define_single('ct_cpdef')), ('CPT', flowforge_test.define_single('ct_cptask'));
+INSERT INTO ctx VALUES ('CPR', gen_random_uuid());
+INSERT INTO flowforge.engine_run (organization_id, run_id, engine_kind, definition_id, created_by)
+VALUES (flowforge.current_organization(), pg_temp.id('CPR'), 'dag', pg_temp.id('FW'), 'test');
+INSERT INTO flowforge.checkpoint (organization_id, run_id, node_name, definition_id, task_id, engine_kind, parent_task_run_id,
+                                  iterator_type, total, max_concurrency, created_by)
+VALUES (flowforge.current_organization(), pg_temp.id('CPR'), 'only', pg_temp.id('CPD'), pg_temp.task('CPT', 'only'), 'dag',
+        pg_temp.tr('T', 'only'), 'map', 0, 1, 'test');
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.workflow WHERE id = pg_temp.id('CPD')$$),
+          '23503 checkpoint_definition_fkey', 'RESTRICT: a definition a checkpoint names cannot be deleted');
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.task WHERE id = pg_temp.task('CPT', 'only')$$),
+          '23503 checkpoint_task_fkey', 'RESTRICT: a node a checkpoint names cannot be deleted');
+SELECT ok((SELECT count(*) FROM flowforge.checkpoint_page WHERE checkpoint_id = pg_temp.id('GFC')) > 0
+          AND (SELECT count(*) FROM flowforge.work_item WHERE checkpoint_id = pg_temp.id('GFC')) > 0,
+          'checkpoint GFC has pages and children before the purge');
+SELECT lives_ok($$DELETE FROM flowforge.checkpoint WHERE id = pg_temp.id('GFC')$$, 'a checkpoint with pages and children can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.checkpoint_page WHERE checkpoint_id = pg_temp.id('GFC'))
+          + (SELECT count(*)::int FROM flowforge.work_item WHERE checkpoint_id = pg_temp.id('GFC')), 0,
+          'CASCADE: its pages and children went with it');
+SELECT is(flowforge_test.item_status(pg_temp.id('GFP')), 'dispatched', 'the held item that was its parent stays (it is no child)');
+SELECT lives_ok($$DELETE FROM flowforge.engine_run WHERE run_id = pg_temp.id('FR')$$, 'run FR''s directory row can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.checkpoint WHERE id = pg_temp.id('FC'))
+          + (SELECT count(*)::int FROM flowforge.checkpoint_page WHERE checkpoint_id = pg_temp.id('FC'))
+          + (SELECT count(*)::int FROM flowforge.work_item WHERE id IN (pg_temp.id('FC0'), pg_temp.id('FD1'), pg_temp.id('FP2'))), 0,
+          'CASCADE: its checkpoint went with it, and with the checkpoint its pages and children');
 
 -- The state-machine engine (0017): a machine run keeps its definition and its
 -- organization; its queued events, seen ids and timers go with it; its

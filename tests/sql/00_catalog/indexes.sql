@@ -2,11 +2,11 @@
 -- (columns, order, direction, partial predicate), so do the extra indexes of
 -- the migrations (0015: the substrate and the graph engine; 0016: the DAG's
 -- claim indexes re-shaped for lower priority first; 0017: the state-machine
--- engine), and each table has exactly the indexes listed — an index
+-- engine; 0020/0021: fan-out), and each table has exactly the indexes listed — an index
 -- nobody can name a query for should not exist (docs/data-model.md).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(127);
+SELECT plan(150);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -219,6 +219,41 @@ SELECT is(pg_temp.indexdef('machine_timer_due_idx'),
     'machine_timer_due_idx: (fire_at) — the timer duty: due timers, oldest first');
 
 -- ---------------------------------------------------------------------------
+-- 0020/0021: fan-out
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('checkpoint_pkey'),
+    'CREATE UNIQUE INDEX checkpoint_pkey ON flowforge.checkpoint USING btree (id)',
+    'checkpoint_pkey: (id) — a child''s checkpoint, by the id it carries');
+SELECT is(pg_temp.indexdef('checkpoint_run_node_uq'),
+    'CREATE UNIQUE INDEX checkpoint_run_node_uq ON flowforge.checkpoint USING btree (organization_id, run_id, node_name)',
+    'checkpoint_run_node_uq: (organization_id, run_id, node_name) — one checkpoint per fanning node of a run (begin, resume, '
+    'get_run, fan_out_output)');
+SELECT is(pg_temp.indexdef('checkpoint_page_pkey'),
+    'CREATE UNIQUE INDEX checkpoint_page_pkey ON flowforge.checkpoint_page USING btree (checkpoint_id, page)',
+    'checkpoint_page_pkey: (checkpoint_id, page) — the page of the element a child is made from');
+SELECT is(pg_temp.indexdef('work_item_checkpoint_item_idx'),
+    'CREATE INDEX work_item_checkpoint_item_idx ON flowforge.work_item USING btree (checkpoint_id, checkpoint_generation, item_index) WHERE (checkpoint_id IS NOT NULL)',
+    'work_item_checkpoint_item_idx: (checkpoint_id, checkpoint_generation, item_index) partial on children — a fan-out''s '
+    'children by element (failed indexes, reads, the checkpoint cascade)');
+SELECT is(pg_temp.indexdef('work_item_checkpoint_live_uq'),
+    'CREATE UNIQUE INDEX work_item_checkpoint_live_uq ON flowforge.work_item USING btree (checkpoint_id, checkpoint_generation, item_index) WHERE ((checkpoint_id IS NOT NULL) AND ((status)::text = ANY ((ARRAY[''pending''::character varying, ''dispatched''::character varying])::text[])))',
+    'work_item_checkpoint_live_uq: unique (checkpoint_id, checkpoint_generation, item_index) partial on live children — '
+    'an element dispatched twice is refused; cancel finds the live ones');
+SELECT is(pg_temp.indexdef('work_item_checkpoint_done_uq'),
+    'CREATE UNIQUE INDEX work_item_checkpoint_done_uq ON flowforge.work_item USING btree (checkpoint_id, checkpoint_generation, item_index) WHERE ((checkpoint_id IS NOT NULL) AND ((status)::text = ''completed''::text))',
+    'work_item_checkpoint_done_uq: unique (checkpoint_id, checkpoint_generation, item_index) partial on completed children — '
+    'one success per element; "already succeeded?" on resume; the output collected in element order');
+SELECT is(pg_temp.indexdef('idx_taskrun_fanout_ready'),
+    'CREATE INDEX idx_taskrun_fanout_ready ON flowforge.task_run USING btree (workflow_run_id) WHERE (((state)::text = ''ready''::text) AND fans_out)',
+    'idx_taskrun_fanout_ready: (workflow_run_id) partial on ready fanning tasks — _tasks_ready''s probe, nearly always empty');
+SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           WHERE c.relnamespace = 'flowforge'::regnamespace
+             AND c.relname IN ('work_item_checkpoint_item_idx', 'work_item_checkpoint_live_uq', 'work_item_checkpoint_done_uq',
+                               'idx_taskrun_fanout_ready')
+             AND i.indisvalid AND i.indisready), 4,
+          'the four indexes 0021 builds CONCURRENTLY are valid and ready');
+
+-- ---------------------------------------------------------------------------
 -- Exactly these indexes per table
 -- ---------------------------------------------------------------------------
 SELECT indexes_are('flowforge', 'organization', ARRAY['organization_pkey', 'uniq_organization_slug']);
@@ -233,7 +268,7 @@ SELECT indexes_are('flowforge', 'workflow_run', ARRAY[
     'workflow_run_pkey', 'idx_wfrun_wf_recent', 'idx_wfrun_state_age', 'idx_wfrun_org_recent']);
 SELECT indexes_are('flowforge', 'task_run', ARRAY[
     'task_run_pkey', 'uniq_taskrun_per_run_task', 'idx_taskrun_state_age', 'idx_taskrun_run_state',
-    'idx_taskrun_lease_expiry', 'idx_taskrun_task', 'idx_taskrun_ready_by_name']);
+    'idx_taskrun_lease_expiry', 'idx_taskrun_task', 'idx_taskrun_ready_by_name', 'idx_taskrun_fanout_ready']);
 SELECT indexes_are('flowforge', 'idempotency_key', ARRAY['idempotency_key_pkey', 'idx_idempotency_run']);
 SELECT indexes_are('flowforge', 'outbox_message', ARRAY[
     'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending', 'idx_outbox_run']);
@@ -248,7 +283,8 @@ SELECT indexes_are('flowforge', 'engine_run', ARRAY[
     'engine_run_definition_recent']);
 SELECT indexes_are('flowforge', 'work_item', ARRAY[
     'work_item_pkey', 'work_item_status_priority_idx', 'work_item_ready_by_name_idx', 'work_item_lease_idx',
-    'work_item_run_idx', 'work_item_parent_idx', 'work_item_task_idx']);
+    'work_item_run_idx', 'work_item_parent_idx', 'work_item_task_idx', 'work_item_checkpoint_item_idx',
+    'work_item_checkpoint_live_uq', 'work_item_checkpoint_done_uq']);
 SELECT indexes_are('flowforge', 'agent', ARRAY['agent_pkey', 'agent_name_key']);
 SELECT indexes_are('flowforge', 'affinity_binding', ARRAY['affinity_binding_pkey', 'affinity_binding_key_uq', 'affinity_binding_agent_idx']);
 SELECT indexes_are('flowforge', 'engine', ARRAY['engine_pkey', 'engine_tenant_engine_uq', 'engine_one_serving_per_org', 'engine_engine_idx']);
@@ -261,6 +297,8 @@ SELECT indexes_are('flowforge', 'machine_transition', ARRAY['machine_transition_
 SELECT indexes_are('flowforge', 'machine_event_queue', ARRAY['machine_event_queue_pkey']);
 SELECT indexes_are('flowforge', 'machine_event_seen', ARRAY['machine_event_seen_pkey']);
 SELECT indexes_are('flowforge', 'machine_timer', ARRAY['machine_timer_pkey', 'machine_timer_one_per_entry', 'machine_timer_due_idx']);
+SELECT indexes_are('flowforge', 'checkpoint', ARRAY['checkpoint_pkey', 'checkpoint_run_node_uq']);
+SELECT indexes_are('flowforge', 'checkpoint_page', ARRAY['checkpoint_page_pkey']);
 
 -- ---------------------------------------------------------------------------
 -- The indexes serve their queries. With sequential and bitmap scans priced
@@ -335,6 +373,50 @@ SELECT matches(pg_temp.plan_of($$
     ORDER BY t.fire_at LIMIT 1000$$),
     '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using machine_timer_due_idx',
     'the timer duty''s due timers (custom plan) are an ordered range scan of machine_timer_due_idx, no sort');
+
+-- Fan-out's lookups with the planner free, generic plans as PL/pgSQL caches
+-- them and custom ones: five 200-element maps, 250 children completed and
+-- 250 pending, beside the 20 DAG runs' ready tasks above.
+SELECT isnt(flowforge.define_workflow($${"name": "ix_fanout", "tasks": [
+    {"key": "m", "queue": "ix-fan", "map": {"over": "$.run.n", "max_concurrency": 50}}]}$$), NULL, 'fixture: ix_fanout defined');
+SELECT is((SELECT count(DISTINCT r)::int FROM (SELECT flowforge.start_run('ix_fanout', jsonb_build_object('n',
+              (SELECT jsonb_agg(i) FROM generate_series(1, 200) i))) AS r FROM generate_series(1, 5)) s),
+          5, 'fixture: 5 map runs started, 50 children each');
+SELECT is((SELECT count(*)::int FROM (SELECT flowforge.complete_work(c.work_item_id, c.fencing_token, '1')
+                                      FROM flowforge.claim_work(ARRAY['ix-fan'], 'ix-agent', '30 seconds', 1000) c) x),
+          250, 'fixture: 250 children completed, each dispatching the next');
+ANALYZE flowforge.work_item;
+ANALYZE flowforge.task_run;
+ANALYZE flowforge.checkpoint;
+ANALYZE flowforge.checkpoint_page;
+SELECT c.id AS ix_cp, c.run_id AS ix_cp_run FROM flowforge.checkpoint c JOIN flowforge.workflow_run r ON r.id = c.run_id
+JOIN flowforge.workflow w ON w.id = r.workflow_id WHERE w.name = 'ix_fanout' LIMIT 1 \gset
+-- _fanout_progress: "did this element already succeed?" (resume skips it).
+PREPARE ix_skip(uuid, integer, bigint) AS
+    SELECT 1 FROM flowforge.work_item w
+    WHERE w.checkpoint_id = $1 AND w.checkpoint_generation = $2 AND w.item_index = $3 AND w.status = 'completed';
+-- _fanout_finish: the outputs in element order.
+PREPARE ix_collect(uuid, integer, bigint) AS
+    SELECT coalesce(jsonb_agg(w.output ORDER BY g.i), '[]') FROM generate_series(0, $3 - 1) AS g(i)
+    LEFT JOIN flowforge.work_item w ON w.checkpoint_id = $1 AND w.checkpoint_generation = $2 AND w.item_index = g.i
+                                   AND w.status = 'completed';
+SET LOCAL plan_cache_mode = force_generic_plan;
+SELECT matches(pg_temp.plan_of(format('EXECUTE ix_skip(%L, 1, 7)', :'ix_cp')),
+    '^(?!.*Seq Scan)(?!.*Sort).*Index (Only )?Scan using work_item_checkpoint_done_uq',
+    'the resume''s "already succeeded?" lookup (generic plan) is one key lookup in work_item_checkpoint_done_uq');
+SELECT matches(pg_temp.plan_of(format('EXECUTE ix_collect(%L, 1, 200)', :'ix_cp')),
+    '^(?!.*Seq Scan on work_item).*work_item_checkpoint_done_uq',
+    '_fanout_finish''s collection in element order (generic plan) reads the completed children from work_item_checkpoint_done_uq');
+SET LOCAL plan_cache_mode = force_custom_plan;
+SELECT matches(pg_temp.plan_of(format('EXECUTE ix_skip(%L, 1, 7)', :'ix_cp')),
+    '^(?!.*Seq Scan)(?!.*Sort).*Index (Only )?Scan using work_item_checkpoint_done_uq',
+    'the resume''s lookup (custom plan) reads work_item_checkpoint_done_uq');
+SELECT matches(pg_temp.plan_of(format('EXECUTE ix_collect(%L, 1, 200)', :'ix_cp')),
+    '^(?!.*Seq Scan on work_item).*work_item_checkpoint_done_uq',
+    'the collection (custom plan) reads work_item_checkpoint_done_uq');
+SET LOCAL plan_cache_mode = auto;
+DEALLOCATE ix_skip;
+DEALLOCATE ix_collect;
 
 SET LOCAL enable_seqscan = off;
 SET LOCAL enable_bitmapscan = off;
@@ -430,6 +512,36 @@ SELECT matches(pg_temp.plan_of($$
     SELECT kind FROM flowforge.task_run_event WHERE work_item_id = '00000000-0000-0000-0000-000000000000'
     ORDER BY created_at$$),
     '^(?!.*Sort).*Index Scan using idx_event_work_item', 'a work item''s events read idx_event_work_item, no sort');
+
+-- Fan-out's other reads by key: _tasks_ready's probe for ready fanning tasks
+-- (every time tasks become ready, so generic and custom), a checkpoint by its
+-- node, a child's page, a fan-out's live children (cancel), its failed
+-- elements (get_run).
+PREPARE ix_fanning(uuid) AS
+    SELECT 1 FROM flowforge.task_run tr WHERE tr.workflow_run_id = $1 AND tr.state = 'ready' AND tr.fans_out;
+SET LOCAL plan_cache_mode = force_generic_plan;
+SELECT matches(pg_temp.plan_of(format('EXECUTE ix_fanning(%L)', :'ix_cp_run')),
+    'Index (Only )?Scan using idx_taskrun_fanout_ready',
+    '_tasks_ready''s probe for ready fanning tasks (generic plan) reads idx_taskrun_fanout_ready');
+SET LOCAL plan_cache_mode = force_custom_plan;
+SELECT matches(pg_temp.plan_of(format('EXECUTE ix_fanning(%L)', :'ix_cp_run')),
+    'Index (Only )?Scan using idx_taskrun_fanout_ready', 'the probe (custom plan) reads idx_taskrun_fanout_ready');
+SET LOCAL plan_cache_mode = auto;
+DEALLOCATE ix_fanning;
+SELECT matches(pg_temp.plan_of(format($$
+    SELECT id FROM flowforge.checkpoint WHERE organization_id = '00000000-0000-0000-0000-000000000001'
+      AND run_id = %L AND node_name = 'm'$$, :'ix_cp_run')),
+    'Index Scan using checkpoint_run_node_uq', 'a checkpoint by (run, node) reads checkpoint_run_node_uq');
+SELECT matches(pg_temp.plan_of(format($$SELECT elements FROM flowforge.checkpoint_page WHERE checkpoint_id = %L AND page = 1$$, :'ix_cp')),
+    'Index Scan using checkpoint_page_pkey', 'a child''s page is one key lookup in checkpoint_page_pkey');
+SELECT matches(pg_temp.plan_of(format($$
+    SELECT id FROM flowforge.work_item WHERE checkpoint_id = %L AND status IN ('pending', 'dispatched') FOR UPDATE$$, :'ix_cp')),
+    'Index Scan using work_item_checkpoint_live_uq', 'a fan-out''s live children (_fanout_cancel_children) read work_item_checkpoint_live_uq');
+SELECT matches(pg_temp.plan_of(format($$
+    SELECT DISTINCT item_index FROM flowforge.work_item WHERE checkpoint_id = %L AND checkpoint_generation = 1 AND status = 'failed'
+    ORDER BY item_index LIMIT 100$$, :'ix_cp')),
+    '^(?!.*Sort).*Index Scan using work_item_checkpoint_item_idx',
+    'a fan-out''s failed elements in order (_fanout_detail) are an ordered scan of work_item_checkpoint_item_idx, no sort');
 
 -- The state-machine engine's reads by run: get_run's recent history, a
 -- machine by run id, its queue, its seen ids, its timers.

@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(253);
+SELECT plan(269);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the seven group roles exist, cannot log in and carry no attribute
@@ -75,58 +75,59 @@ SELECT set_eq(
           'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
           'api_key_usage', 'organization', 'server_secret', 'setting',
           'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit',
-          'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer'],
+          'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
+          'checkpoint', 'checkpoint_page'],
     'the tables covered below are all the flowforge tables (a new table needs its policies tested here)');
 
--- 28 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
--- state-machine engine's five).
+-- 30 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
+-- state-machine engine's five, 0020 fan-out's checkpoint and checkpoint_page).
 SELECT policies_are('flowforge', t, ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
                     format('flowforge.%s has exactly the policies readonly_select, system_all, tenant_isolation', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
 SELECT policy_roles_are('flowforge', t, 'tenant_isolation', ARRAY['flowforge_owner'],
                         format('flowforge.%s tenant_isolation applies to flowforge_owner only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'tenant_isolation', 'ALL',
                      format('flowforge.%s tenant_isolation is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
 SELECT policy_roles_are('flowforge', t, 'system_all', ARRAY['flowforge_system'],
                         format('flowforge.%s system_all applies to flowforge_system only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'system_all', 'ALL', format('flowforge.%s system_all is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
 SELECT policy_roles_are('flowforge', t, 'readonly_select', ARRAY['flowforge_readonly'],
                         format('flowforge.%s readonly_select applies to flowforge_readonly only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'readonly_select', 'SELECT', format('flowforge.%s readonly_select is FOR SELECT', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
 
 -- organization: the tenant API may only read its own organization row.
 SELECT policies_are('flowforge', 'organization', ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
@@ -278,9 +279,9 @@ SELECT set_eq(
     ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()', 'flowforge._caller()',
           'flowforge._caller_organization()', 'flowforge.uuid7()', 'flowforge.get_run(uuid)',
           'flowforge.run_events(uuid)', 'flowforge.resolve_run_id(text)', 'flowforge.resolve_run(uuid)',
-          'flowforge.list_engines()'],
+          'flowforge.list_engines()', 'flowforge.fan_out_output(uuid,text,bigint,integer)'],
     'flowforge_readonly executes only now, current_organization (and its two helpers), schema_version, uuid7, and '
-    'the operator read path (get_run, run_events, resolve_run_id, resolve_run, list_engines)');
+    'the operator read path (get_run, run_events, resolve_run_id, resolve_run, list_engines, fan_out_output)');
 
 -- The substrate's API (0015), function by function: who may call it.
 SELECT results_eq(
@@ -349,6 +350,57 @@ SELECT results_eq(
              ('flowforge._normalize_machine_transition(jsonb,text,text,jsonb)', 'flowforge_owner', ''),
              ('flowforge.send_event(uuid,text,jsonb,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway')$$,
     'the state-machine engine''s functions: owner and callers (send_event for apps and the gateway, internals for nobody)');
+
+-- Fan-out (0020): fan_out_output is the read (apps, the gateway, the operator's
+-- read role: a map output passed by reference is read through it); everything
+-- else is reached through the engines' hooks and the worker protocol, and is
+-- callable by no runtime role.
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", pg_get_userbyid(p.proowner)::text COLLATE "default",
+             array_to_string(ARRAY(SELECT r.rolname::text FROM pg_roles r
+                                   WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                                                       'flowforge_gateway', 'flowforge_readonly')
+                                     AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                                   ORDER BY r.rolname), ',') COLLATE "default",
+             p.prosecdef
+      FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND (p.proname ~ '^_fanout_'
+             OR p.proname IN ('fan_out_output', '_dag_fan_out', '_dag_task_refused', '_graph_fan_out', '_unit_kind',
+                              '_try_lock_run', '_lock_run', '_spec_map', '_is_jsonpath_predicate', '_enqueue_work'))
+      ORDER BY 1$$,
+    $$VALUES ('flowforge._dag_fan_out(uuid,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._dag_task_refused(uuid,text,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._enqueue_work(uuid,text,uuid,uuid,text,jsonb,text,timestamp with time zone,uuid,uuid,integer,integer)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_begin(uuid,text,uuid,uuid,uuid,uuid,integer,jsonb,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_cancel_children(uuid,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_child_input(jsonb,text)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_child_settled(uuid,boolean,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_detail(uuid,uuid,text)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_fail(uuid,text,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_finish(uuid,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_hold_task_run(uuid,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_hold_work_item(uuid,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_holder()', 'flowforge_owner', '', false),
+             ('flowforge._fanout_page_size()', 'flowforge_owner', '', false),
+             ('flowforge._fanout_parent_done(uuid,jsonb,text,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_progress(uuid,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fanout_run_cancelled(uuid,uuid,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._graph_fan_out(uuid,uuid,uuid,uuid,integer,jsonb,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._is_jsonpath_predicate(text)', 'flowforge_owner', '', false),
+             ('flowforge._lock_run(uuid,uuid)', 'flowforge_owner', '', false),
+             ('flowforge._spec_map(jsonb,text)', 'flowforge_owner', '', false),
+             ('flowforge._try_lock_run(uuid,uuid)', 'flowforge_owner', '', false),
+             ('flowforge._unit_kind(text,uuid)', 'flowforge_owner', '', false),
+             ('flowforge.fan_out_output(uuid,text,bigint,integer)', 'flowforge_owner',
+              'flowforge_app,flowforge_gateway,flowforge_readonly', true)$$,
+    'fan-out''s functions: owner and callers (fan_out_output, SECURITY DEFINER, for apps, the gateway and the '
+    'read role; the engine''s internals, run with their callers'' rights, for nobody)');
+SELECT is_empty(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.oid = 'flowforge.fan_out_output(uuid,text,bigint,integer)'::regprocedure
+        AND NOT (p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp', 'flowforge.caller_org=']::text[])$$,
+    'fan_out_output pins search_path and resets flowforge.caller_org like every definer function');
 
 -- Inside an API call the organization is cached in the setting
 -- flowforge.caller_org, which the tenant policies trust. That is sound only

@@ -1,11 +1,11 @@
 -- Schema structure: the tables of the migrations (0015 adds the substrate
 -- every engine shares and the graph engine's tables, 0017 the state-machine
--- engine's), their exact columns, generated columns,
+-- engine's, 0020 fan-out's checkpoint and its element pages), their exact columns, generated columns,
 -- key column types, tenancy columns, primary keys, every foreign key with its
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(487);
+SELECT plan(593);
 
 SELECT has_schema('flowforge');
 
@@ -16,8 +16,9 @@ SELECT tables_are('flowforge', ARRAY[
     'queue', 'setting', 'api_key_usage', 'server_secret',
     'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine',
     'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
-    'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer'
-], 'flowforge has exactly the thirty-one tables of the migrations');
+    'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
+    'checkpoint', 'checkpoint_page'
+], 'flowforge has exactly the thirty-three tables of the migrations');
 
 -- ---------------------------------------------------------------------------
 -- Exact column lists (a column added or dropped without this test changing fails)
@@ -46,7 +47,7 @@ SELECT columns_are('flowforge', 'task_run', ARRAY[
     'id', 'organization_id', 'workflow_run_id', 'task_id', 'task_key', 'queue', 'priority', 'state',
     'attempt', 'max_attempts', 'fencing_token', 'lease_owner', 'lease_expires_at', 'timeout', 'ready_at',
     'remaining_deps', 'output', 'error', 'created_at', 'started_at', 'finished_at',
-    'worker_params', 'affinity_key', 'affinity_policy']);
+    'worker_params', 'affinity_key', 'affinity_policy', 'fans_out']);
 SELECT columns_are('flowforge', 'idempotency_key', ARRAY[
     'organization_id', 'key', 'workflow_run_id', 'request_hash', 'created_at']);
 SELECT columns_are('flowforge', 'outbox_message', ARRAY[
@@ -61,7 +62,7 @@ SELECT columns_are('flowforge', 'queue', ARRAY[
 SELECT columns_are('flowforge', 'api_key_usage', ARRAY['api_key_id', 'organization_id', 'last_used_at']);
 SELECT columns_are('flowforge', 'server_secret', ARRAY['singleton', 'gateway_key', 'created_at']);
 SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes', 'max_json_depth', 'agent_timeout',
-                                                'duty_lease']);
+                                                'duty_lease', 'max_fanout_items']);
 -- 0015: the substrate (seed 002's tables; kisai.common columns as created/updated/deleted _at/_by).
 SELECT columns_are('flowforge', 'engine_run', ARRAY[
     'id', 'organization_id', 'run_id', 'engine_kind', 'definition_id', 'parent_run_id', 'triggered_by',
@@ -71,7 +72,7 @@ SELECT columns_are('flowforge', 'work_item', ARRAY[
     'queue', 'worker_params', 'payload', 'output', 'status', 'priority', 'fencing_token', 'agent_id', 'leased_by',
     'dispatched_at', 'completed_at', 'lease_expires_at', 'next_attempt_at', 'retry_count', 'max_retries', 'backoff',
     'backoff_factor', 'max_backoff', 'timeout', 'affinity_key', 'affinity_policy', 'error', 'created_at', 'created_by',
-    'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
+    'updated_at', 'updated_by', 'deleted_at', 'deleted_by', 'checkpoint_id', 'checkpoint_generation', 'item_index']);
 SELECT columns_are('flowforge', 'agent', ARRAY[
     'id', 'organization_id', 'name', 'http_address', 'grpc_address', 'infra_address', 'agent_version', 'binary_path',
     'agent_type', 'status', 'metrics', 'metadata', 'heartbeat_interval', 'last_heartbeat_at', 'last_claim_at',
@@ -104,6 +105,13 @@ SELECT columns_are('flowforge', 'machine_event_queue', ARRAY[
 SELECT columns_are('flowforge', 'machine_event_seen', ARRAY['organization_id', 'run_id', 'event_id', 'seen_at']);
 SELECT columns_are('flowforge', 'machine_timer', ARRAY[
     'id', 'organization_id', 'run_id', 'entered', 'position', 'target', 'delay', 'fire_at']);
+-- 0020: fan-out (seed 002's checkpoint: one row per fanning node of a run; its elements in pages).
+SELECT columns_are('flowforge', 'checkpoint', ARRAY[
+    'id', 'organization_id', 'run_id', 'node_name', 'definition_id', 'task_id', 'engine_kind', 'parent_task_run_id',
+    'parent_work_item_id', 'iterator_type', 'generation', 'cursor', 'idx', 'total', 'succeeded', 'failed', 'live',
+    'max_concurrency', 'tolerated_failures', 'done', 'outcome', 'child_input', 'output_by_reference', 'error',
+    'created_at', 'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
+SELECT columns_are('flowforge', 'checkpoint_page', ARRAY['organization_id', 'checkpoint_id', 'page', 'elements']);
 
 -- ---------------------------------------------------------------------------
 -- Key column types
@@ -224,6 +232,24 @@ SELECT col_type_is('flowforge', 'machine_transition', 'cause', 'character varyin
 SELECT col_type_is('flowforge', 'machine_transition', 'outcome', 'character varying(20)', 'machine_transition.outcome is character varying(20)');
 SELECT col_type_is('flowforge', 'machine_timer', 'position', 'integer', 'machine_timer.position is integer');
 SELECT col_type_is('flowforge', 'machine_timer', 'delay', 'interval', 'machine_timer.delay is interval');
+-- 0020: fan-out. Counts of elements are bigint (up to 1,000,000 by the check), the bound and the generation integer.
+SELECT col_type_is('flowforge', 'checkpoint', c, ty, format('checkpoint.%s is %s', c, ty))
+FROM (VALUES ('id', 'uuid'), ('organization_id', 'uuid'), ('run_id', 'uuid'), ('node_name', 'character varying(63)'),
+             ('definition_id', 'uuid'), ('task_id', 'uuid'), ('engine_kind', 'character varying(20)'),
+             ('parent_task_run_id', 'uuid'), ('parent_work_item_id', 'uuid'), ('iterator_type', 'character varying(10)'),
+             ('generation', 'integer'), ('cursor', 'bigint'), ('idx', 'bigint'), ('total', 'bigint'),
+             ('succeeded', 'bigint'), ('failed', 'bigint'), ('live', 'integer'), ('max_concurrency', 'integer'),
+             ('tolerated_failures', 'bigint'), ('done', 'boolean'), ('outcome', 'character varying(20)'),
+             ('child_input', 'jsonb'), ('output_by_reference', 'boolean'), ('error', 'text'),
+             ('created_at', 'timestamp with time zone'), ('created_by', 'text'),
+             ('updated_at', 'timestamp with time zone'), ('updated_by', 'text'),
+             ('deleted_at', 'timestamp with time zone'), ('deleted_by', 'text')) AS x(c, ty);
+SELECT col_type_is('flowforge', 'checkpoint_page', c, ty, format('checkpoint_page.%s is %s', c, ty))
+FROM (VALUES ('organization_id', 'uuid'), ('checkpoint_id', 'uuid'), ('page', 'integer'), ('elements', 'jsonb')) AS x(c, ty);
+SELECT col_type_is('flowforge', 'work_item', c, ty, format('work_item.%s is %s (a fan-out child''s)', c, ty))
+FROM (VALUES ('checkpoint_id', 'uuid'), ('checkpoint_generation', 'integer'), ('item_index', 'integer')) AS x(c, ty);
+SELECT col_type_is('flowforge', 'task_run', 'fans_out', 'boolean', 'task_run.fans_out is boolean');
+SELECT col_type_is('flowforge', 'setting', 'max_fanout_items', 'integer', 'setting.max_fanout_items is integer');
 
 -- ---------------------------------------------------------------------------
 -- Tenancy: organization_id NOT NULL on every tenant table
@@ -233,7 +259,7 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
 -- Columns whose NULL would break an invariant the functions rely on.
 SELECT col_not_null('flowforge', 'task_run', 'fencing_token', 'task_run.fencing_token is NOT NULL');
 SELECT col_not_null('flowforge', 'task_run', 'state', 'task_run.state is NOT NULL');
@@ -263,7 +289,27 @@ FROM (VALUES ('machine_run', 'action_item_id', 'set only while an action runs'),
              ('machine_run', 'finished_at', 'NULL while the run lives'),
              ('machine_transition', 'event', 'only an event''s entry names one'),
              ('machine_transition', 'to_state', 'a refusal or a stop enters no state'),
-             ('task', 'spec', 'only a machine''s states carry one')) AS x(t, c, why);
+             ('task', 'spec', 'only a machine''s states and fanning nodes carry one')) AS x(t, c, why);
+-- 0020: a checkpoint's counts, bound and state are never unknown; its parent is one of two (the engine decides).
+SELECT col_not_null('flowforge', t, c, format('%s.%s is NOT NULL', t, c))
+FROM (VALUES ('checkpoint', 'run_id'), ('checkpoint', 'node_name'), ('checkpoint', 'definition_id'),
+             ('checkpoint', 'task_id'), ('checkpoint', 'engine_kind'), ('checkpoint', 'iterator_type'),
+             ('checkpoint', 'generation'), ('checkpoint', 'cursor'), ('checkpoint', 'idx'), ('checkpoint', 'total'),
+             ('checkpoint', 'succeeded'), ('checkpoint', 'failed'), ('checkpoint', 'live'),
+             ('checkpoint', 'max_concurrency'), ('checkpoint', 'done'), ('checkpoint', 'output_by_reference'),
+             ('checkpoint', 'created_at'), ('checkpoint', 'created_by'), ('checkpoint_page', 'checkpoint_id'),
+             ('checkpoint_page', 'page'), ('checkpoint_page', 'elements'), ('task_run', 'fans_out'),
+             ('setting', 'max_fanout_items')) AS x(t, c);
+SELECT col_is_null('flowforge', t, c, format('%s.%s is nullable (%s)', t, c, why))
+FROM (VALUES ('checkpoint', 'parent_task_run_id', 'a DAG task''s fan-out only'),
+             ('checkpoint', 'parent_work_item_id', 'a graph node''s fan-out only'),
+             ('checkpoint', 'tolerated_failures', 'NULL for continue: every failure tolerated'),
+             ('checkpoint', 'outcome', 'NULL until done'),
+             ('checkpoint', 'child_input', 'what every child is given as input'),
+             ('checkpoint', 'error', 'only a failed fan-out has one'),
+             ('work_item', 'checkpoint_id', 'only a fan-out child has one'),
+             ('work_item', 'checkpoint_generation', 'only a fan-out child has one'),
+             ('work_item', 'item_index', 'only a fan-out child has one')) AS x(t, c, why);
 
 -- ---------------------------------------------------------------------------
 -- Primary keys
@@ -273,7 +319,8 @@ FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflo
                   'scheduled_trigger', 'workflow_run', 'task_run', 'idempotency_key', 'outbox_message',
                   'task_run_event', 'queue', 'setting', 'api_key_usage', 'server_secret', 'engine_run', 'work_item',
                   'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
-                  'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer']) AS t;
+                  'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
+                  'checkpoint', 'checkpoint_page']) AS t;
 SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id']::name[],
                  'task_dependency is keyed by the edge (task_id, depends_on_task_id)');
 SELECT col_is_pk('flowforge', 'idempotency_key', ARRAY['organization_id', 'key']::name[],
@@ -297,6 +344,9 @@ SELECT col_is_pk('flowforge', 'machine_event_queue', ARRAY['run_id', 'seq']::nam
                  'machine_event_queue is keyed by (run_id, seq): the arrival order');
 SELECT col_is_pk('flowforge', 'machine_event_seen', ARRAY['run_id', 'event_id']::name[],
                  'machine_event_seen is keyed by (run_id, event_id): one row per event id a run has seen');
+SELECT col_is_pk('flowforge', 'checkpoint', 'id', 'checkpoint is keyed by id');
+SELECT col_is_pk('flowforge', 'checkpoint_page', ARRAY['checkpoint_id', 'page']::name[],
+                 'checkpoint_page is keyed by (checkpoint_id, page): a child reads one page by key');
 
 -- ---------------------------------------------------------------------------
 -- Foreign keys: each one, then the full set with its delete rule
@@ -346,6 +396,14 @@ SELECT fk_ok('flowforge', 'machine_run', 'definition_id', 'flowforge', 'workflow
 SELECT fk_ok('flowforge', t, ARRAY['organization_id', 'run_id'], 'flowforge', 'machine_run', ARRAY['organization_id', 'run_id'])
 FROM unnest(ARRAY['machine_event_queue', 'machine_event_seen', 'machine_timer']) AS t;
 SELECT hasnt_fk('flowforge', 'machine_transition', 'machine_transition has no foreign key (history outlives runs, like task_run_event)');
+-- 0020: a checkpoint keeps its tenant, definition and node; it goes with its run's directory row; pages and
+-- children go with it.
+SELECT fk_ok('flowforge', 'checkpoint', 'organization_id', 'flowforge', 'organization', 'id');
+SELECT fk_ok('flowforge', 'checkpoint', 'definition_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'checkpoint', 'task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'checkpoint', ARRAY['organization_id', 'run_id'], 'flowforge', 'engine_run', ARRAY['organization_id', 'run_id']);
+SELECT fk_ok('flowforge', 'checkpoint_page', 'checkpoint_id', 'flowforge', 'checkpoint', 'id');
+SELECT fk_ok('flowforge', 'work_item', 'checkpoint_id', 'flowforge', 'checkpoint', 'id');
 
 -- The exact set of foreign keys, with ON DELETE rule (c = CASCADE, r = RESTRICT)
 -- and deferrability. task_run_event and machine_transition deliberately have no
@@ -362,6 +420,11 @@ SELECT results_eq(
              ('flowforge.api_key_usage',     'api_key_usage_key_fkey',              'c', false, false),
              ('flowforge.api_key_usage',     'api_key_usage_organization_fkey',     'c', false, false),
              ('flowforge.audit_log',         'audit_log_organization_fkey',         'r', false, false),
+             ('flowforge.checkpoint',        'checkpoint_definition_fkey',          'r', false, false),
+             ('flowforge.checkpoint',        'checkpoint_organization_fkey',        'r', false, false),
+             ('flowforge.checkpoint',        'checkpoint_run_fkey',                 'c', false, false),
+             ('flowforge.checkpoint',        'checkpoint_task_fkey',                'r', false, false),
+             ('flowforge.checkpoint_page',   'checkpoint_page_checkpoint_fkey',     'c', false, false),
              ('flowforge.engine',            'engine_organization_fkey',            'c', false, false),
              ('flowforge.engine_run',        'engine_run_definition_fkey',          'r', false, false),
              ('flowforge.engine_run',        'engine_run_organization_fkey',        'r', false, false),
@@ -395,6 +458,7 @@ SELECT results_eq(
              ('flowforge.task_run',          'task_run_organization_fkey',          'r', false, false),
              ('flowforge.task_run',          'task_run_task_fkey',                  'r', false, false),
              ('flowforge.task_run',          'task_run_workflow_run_fkey',          'c', false, false),
+             ('flowforge.work_item',         'work_item_checkpoint_fkey',           'c', false, false),
              ('flowforge.work_item',         'work_item_organization_fkey',         'r', false, false),
              ('flowforge.work_item',         'work_item_parent_fkey',               'c', false, false),
              ('flowforge.work_item',         'work_item_task_fkey',                 'r', false, false),
@@ -484,7 +548,20 @@ FROM (VALUES ('machine_run', 'status', 'the writer decides'),
              ('machine_event_queue', 'received_at', 'the writer''s clock (flowforge.now()) decides'),
              ('machine_event_seen', 'seen_at', 'the writer''s clock (flowforge.now()) decides'),
              ('machine_timer', 'fire_at', 'the writer''s clock (flowforge.now()) decides'),
-             ('task', 'spec', 'only a machine''s states carry one')) AS x(t, c, why);
+             ('task', 'spec', 'only a machine''s states and fanning nodes carry one')) AS x(t, c, why);
+-- 0020: a checkpoint starts at generation 1 with nothing dispatched or settled; fan-out is off for a task run
+-- unless start_run says so; 100,000 elements per node unless the operator changes it.
+SELECT col_default_is('flowforge', 'checkpoint', 'id', 'flowforge.uuid7()', 'checkpoint.id defaults to flowforge.uuid7() (time-ordered)');
+SELECT col_default_is('flowforge', 'checkpoint', 'created_at', 'now()', 'checkpoint.created_at defaults to now()');
+SELECT col_default_is('flowforge', 'checkpoint', c, d, format('checkpoint.%s defaults to %s', c, d))
+FROM (VALUES ('generation', '1'), ('cursor', '0'), ('idx', '0'), ('succeeded', '0'), ('failed', '0'), ('live', '0'),
+             ('done', 'false'), ('output_by_reference', 'false')) AS x(c, d);
+SELECT col_hasnt_default('flowforge', 'checkpoint', c, format('checkpoint.%s has no default: the fan-out decides', c))
+FROM unnest(ARRAY['total', 'max_concurrency', 'iterator_type', 'engine_kind', 'tolerated_failures', 'outcome']) AS c;
+SELECT col_hasnt_default('flowforge', 'work_item', c, format('work_item.%s has no default (only a fan-out child has one)', c))
+FROM unnest(ARRAY['checkpoint_id', 'checkpoint_generation', 'item_index']) AS c;
+SELECT col_default_is('flowforge', 'task_run', 'fans_out', false, 'task_run.fans_out defaults to false');
+SELECT col_default_is('flowforge', 'setting', 'max_fanout_items', 100000, 'setting.max_fanout_items defaults to 100,000');
 -- The seed's live and suspended, derived so they can never disagree with the
 -- status and the action they summarise; the only generated columns of the schema.
 SELECT results_eq(
@@ -526,7 +603,7 @@ SELECT results_eq(
 );
 SELECT is(flowforge.current_organization(), '00000000-0000-0000-0000-000000000001'::uuid,
           'current_organization() names the built-in organization (for a superuser)');
-SELECT results_eq($$SELECT singleton, max_payload_bytes FROM flowforge.setting$$, $$VALUES (true, 1048576)$$,
+SELECT results_eq($$SELECT singleton, max_payload_bytes, max_fanout_items FROM flowforge.setting$$, $$VALUES (true, 1048576, 100000)$$,
                   'the installation settings row exists, once');
 SELECT is((SELECT count(*)::int FROM flowforge.server_secret WHERE octet_length(gateway_key) = 32), 1,
           'the server secret exists, once, 256 bits');
