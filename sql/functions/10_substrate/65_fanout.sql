@@ -259,13 +259,23 @@ BEGIN
     IF v_cp.iterator_type = 'foreach' THEN
         v_output := jsonb_build_object('count', v_cp.total, 'succeeded', v_cp.succeeded, 'failed', v_cp.failed);
     ELSE
-        SELECT coalesce(jsonb_agg(w.output ORDER BY g.i), '[]') INTO v_output
-        FROM generate_series(0, v_cp.total - 1) AS g(i)
-        LEFT JOIN flowforge.work_item w
-               ON w.checkpoint_id = p_checkpoint_id AND w.checkpoint_generation = v_cp.generation
-              AND w.item_index = g.i AND w.status = 'completed';
-        IF octet_length(v_output::text) > (SELECT s.max_payload_bytes FROM flowforge.setting s) THEN
-            v_by_reference := true;
+        -- The size first (the outputs' text plus a separator each, an upper
+        -- bound of the array's): an array that could not be inlined is never
+        -- built, however large the outputs are.
+        v_by_reference := (SELECT coalesce(sum(octet_length(w.output::text) + 2), 0) + 2 * v_cp.total
+                           FROM flowforge.work_item w
+                           WHERE w.checkpoint_id = p_checkpoint_id AND w.checkpoint_generation = v_cp.generation
+                             AND w.status = 'completed')
+                          > (SELECT s.max_payload_bytes FROM flowforge.setting s);
+        IF NOT v_by_reference THEN
+            SELECT coalesce(jsonb_agg(w.output ORDER BY g.i), '[]') INTO v_output
+            FROM generate_series(0, v_cp.total - 1) AS g(i)
+            LEFT JOIN flowforge.work_item w
+                   ON w.checkpoint_id = p_checkpoint_id AND w.checkpoint_generation = v_cp.generation
+                  AND w.item_index = g.i AND w.status = 'completed';
+            v_by_reference := octet_length(v_output::text) > (SELECT s.max_payload_bytes FROM flowforge.setting s);
+        END IF;
+        IF v_by_reference THEN
             v_output := jsonb_build_object('fan_out', jsonb_build_object(
                 'by_reference', true, 'run_id', v_cp.run_id, 'node', v_cp.node_name, 'count', v_cp.total,
                 'failed', v_cp.failed,

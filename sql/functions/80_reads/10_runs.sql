@@ -21,7 +21,9 @@ BEGIN
     -- Run-level and work-item events carry the run id (idx_event_run_level);
     -- a DAG task's events are found through its task runs (idx_event_taskrun_created).
     RETURN QUERY
-    SELECT e.seq, e.created_at, e.task_run_id, coalesce(tr.task_key, w.task_name)::text, e.kind::text,
+    -- A fan-out child is shown with its element: resize[17].
+    SELECT e.seq, e.created_at, e.task_run_id,
+           coalesce(tr.task_key::text, w.task_name || coalesce('[' || w.item_index || ']', '')), e.kind::text,
            e.from_state::text, e.to_state::text, e.attempt, e.fencing_token, e.detail, e.work_item_id
     FROM (
         SELECT ev.* FROM flowforge.task_run_event ev
@@ -40,8 +42,8 @@ COMMENT ON FUNCTION flowforge.run_events(uuid) IS
   'run_events(run_id uuid) -> setof (seq, created_at, task_run_id, task_key, kind, from_state, to_state, attempt, '
   'fencing_token, detail, work_item_id): the history of a run of any engine, oldest first — run-level events (no '
   'task run, no work item), a DAG task''s (task_run_id, task_key) and a work item''s (work_item_id, task_key = its '
-  'task name). Viewer rights in the caller''s organization; the operator and flowforge_readonly read any '
-  'organization''s run. Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
+  'task name; a fan-out child''s with its element, such as resize[17]). Viewer rights in the caller''s '
+  'organization; the operator and flowforge_readonly read any organization''s run. Errors: FF001 no such run in the caller''s organization; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.run_events(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway,flowforge_readonly}');
 
 CREATE OR REPLACE FUNCTION flowforge.list_runs(workflow text DEFAULT NULL, with_state text DEFAULT NULL, max_rows integer DEFAULT 50)

@@ -765,25 +765,23 @@ SELECT results_eq(
 UPDATE flowforge.setting SET max_payload_bytes = 1048576;
 
 -- ===========================================================================
--- O  TODO: the held task refuses the worker protocol. Its fencing token is no
---    secret (get_run shows it; it is the ready task's + 1), and the protocol
---    checks only the token: heartbeat() gives it a finite lease that tick()
---    then reaps — the task goes ready, fans out again and fails for good on
---    work_item_checkpoint_live_uq, its children left live — and complete()
---    succeeds it with any output while its children run.
+-- O  The held task refuses the worker protocol. Its fencing token is no
+--    secret (get_run shows it; it is the ready task's + 1): when the protocol
+--    checked only the token, heartbeat() gave it a finite lease that tick()
+--    then reaped — the task went ready, fanned out again and failed for good
+--    on work_item_checkpoint_live_uq, its children left live — and complete()
+--    succeeded it with any output while its children ran.
 -- ===========================================================================
 SELECT flowforge.start_run('fo_k', '{"n": [0, 1, 2]}') AS ro \gset
 SELECT id AS ro_m, fencing_token AS ro_tok FROM flowforge.task_run WHERE workflow_run_id = :'ro' AND task_key = 'm' \gset
 SELECT is((SELECT (t ->> 'fencing_token')::bigint FROM jsonb_array_elements(flowforge.get_run(:'ro') -> 'tasks') t
            WHERE t ->> 'key' = 'm'), :'ro_tok'::bigint, 'O: get_run shows the held task''s fencing token');
-SELECT todo_start('the held task of a fan-out refuses heartbeat/complete/fail under its (visible) token');
 SELECT throws_ok(format('SELECT flowforge.heartbeat(%L, %s)', :'ro_m', :'ro_tok'), 'FF004', NULL,
                  'O: heartbeat() of the held task is refused (FF004): it would make it reapable');
 SELECT throws_ok(format($$SELECT flowforge.complete(%L, %s, '"forged"')$$, :'ro_m', :'ro_tok'), 'FF004', NULL,
                  'O: complete() of the held task is refused (FF004): only its children complete it');
 SELECT throws_ok(format($$SELECT flowforge.fail(%L, %s, 'forged')$$, :'ro_m', :'ro_tok'), 'FF004', NULL,
                  'O: fail() of the held task is refused (FF004)');
-SELECT todo_end();
 
 SELECT * FROM finish();
 ROLLBACK;
