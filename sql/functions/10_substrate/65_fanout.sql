@@ -259,10 +259,11 @@ BEGIN
     IF v_cp.iterator_type = 'foreach' THEN
         v_output := jsonb_build_object('count', v_cp.total, 'succeeded', v_cp.succeeded, 'failed', v_cp.failed);
     ELSE
-        -- The size first (the outputs' text plus a separator each, an upper
-        -- bound of the array's): an array that could not be inlined is never
-        -- built, however large the outputs are.
-        v_by_reference := (SELECT coalesce(sum(octet_length(w.output::text) + 2), 0) + 2 * v_cp.total
+        -- The array's size first, exactly as its text will be ("[", the
+        -- elements — a failed one is null — joined by ", ", "]"): an array too
+        -- large to inline is never built, however large the outputs are.
+        v_by_reference := (SELECT 2 + coalesce(sum(coalesce(octet_length(w.output::text), 4)), 0)
+                                  + 4 * (v_cp.total - count(*)) + 2 * greatest(v_cp.total - 1, 0)
                            FROM flowforge.work_item w
                            WHERE w.checkpoint_id = p_checkpoint_id AND w.checkpoint_generation = v_cp.generation
                              AND w.status = 'completed')
@@ -273,7 +274,6 @@ BEGIN
             LEFT JOIN flowforge.work_item w
                    ON w.checkpoint_id = p_checkpoint_id AND w.checkpoint_generation = v_cp.generation
                   AND w.item_index = g.i AND w.status = 'completed';
-            v_by_reference := octet_length(v_output::text) > (SELECT s.max_payload_bytes FROM flowforge.setting s);
         END IF;
         IF v_by_reference THEN
             v_output := jsonb_build_object('fan_out', jsonb_build_object(

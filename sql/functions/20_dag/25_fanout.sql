@@ -15,6 +15,7 @@ BEGIN
     FOR v_task IN
         SELECT tr.id, tr.task_id, tr.organization_id FROM flowforge.task_run tr
         WHERE tr.workflow_run_id = p_run_id AND tr.state = 'ready' AND tr.fans_out
+        ORDER BY tr.task_key  -- a stable order when several fan out at once
     LOOP
         -- A nested fan-out (an empty map completing at once released this
         -- one) may have taken it already.

@@ -95,16 +95,16 @@ SELECT results_eq(
 SELECT results_eq(
     format($$SELECT e.kind::text, e.task_key::text, e.from_state::text, e.to_state::text, e.fencing_token, e.detail,
                     e.task_run_id IS NOT DISTINCT FROM %L::uuid, e.work_item_id IS NOT NULL
-             FROM flowforge.run_events(%L) e WHERE e.kind IN ('fanned_out', 'created') AND e.task_key = 'resize'
+             FROM flowforge.run_events(%L) e WHERE e.kind IN ('fanned_out', 'created') AND e.task_key ~ '^resize(\[\d+\])?$'
              ORDER BY e.seq$$, :'ra_resize', :'ra'),
     $$VALUES ('created', 'resize', NULL, 'ready', 0::bigint, NULL::jsonb, true, false),
              ('fanned_out', 'resize', 'ready', 'running', 1, '{"holder": "flowforge:fan-out"}', true, false),
-             ('created', 'resize', NULL, 'pending', 0, '{"index": 0}', false, true),
-             ('created', 'resize', NULL, 'pending', 0, '{"index": 1}', false, true),
-             ('created', 'resize', NULL, 'pending', 0, '{"index": 2}', false, true),
-             ('created', 'resize', NULL, 'pending', 0, '{"index": 3}', false, true),
-             ('created', 'resize', NULL, 'pending', 0, '{"index": 4}', false, true)$$,
-    'A: events: the task run fanned_out (ready -> running, its holder), then created per child naming its element');
+             ('created', 'resize[0]', NULL, 'pending', 0, '{"index": 0}', false, true),
+             ('created', 'resize[1]', NULL, 'pending', 0, '{"index": 1}', false, true),
+             ('created', 'resize[2]', NULL, 'pending', 0, '{"index": 2}', false, true),
+             ('created', 'resize[3]', NULL, 'pending', 0, '{"index": 3}', false, true),
+             ('created', 'resize[4]', NULL, 'pending', 0, '{"index": 4}', false, true)$$,
+    'A: events: the task run fanned_out (ready -> running, its holder), then created per child named with its element');
 SELECT ok(flowforge_test.within_bound(:'ra', 'resize'), 'A: within the bound at the start');
 
 -- Complete out of order: 3, 0, 4, 1, then 2.
@@ -501,10 +501,10 @@ SELECT flowforge.start_run('fo_j', '{"n": [0, 1, 2]}') AS rj \gset
 SELECT pg_temp.tr(:'rj', 'm') AS rj_m \gset
 SELECT work_item_id AS j0, fencing_token AS j0_tok FROM flowforge_test.claim_child(:'rj', 'm', 0, 'fan-agent', '10 seconds') \gset
 SELECT flowforge_test.advance_clock('5 seconds') \gset
-SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "dispatched": 0, "reaped_items": 0, "timers_fired": 0, "agents_inactive": 0}'::jsonb,
+SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "dispatched": 0, "reaped_items": 0, "timers_fired": 0, "agents_inactive": 0, "cron_fired": 0}'::jsonb,
           'J: tick() within the child''s lease reaps nothing');
 SELECT flowforge_test.advance_clock('6 seconds') \gset
-SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "dispatched": 0, "reaped_items": 1, "timers_fired": 0, "agents_inactive": 0}'::jsonb,
+SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "dispatched": 0, "reaped_items": 1, "timers_fired": 0, "agents_inactive": 0, "cron_fired": 0}'::jsonb,
           'J: past the child''s lease, tick() reaps the child (reaped_items 1) and not the map task (reaped 0)');
 SELECT results_eq(
     format($$SELECT status::text, retry_count, fencing_token, lease_expires_at, next_attempt_at, error FROM flowforge.work_item WHERE id = %L$$, :'j0'),
@@ -571,7 +571,7 @@ SELECT results_eq(
 SELECT set_eq(
     format($$SELECT coalesce(task_key, '?'), work_item_id IS NOT NULL, from_state::text FROM flowforge.run_events(%L)
              WHERE kind = 'cancelled'$$, :'rk'),
-    $$VALUES ('m', false, 'running'), ('after', false, 'pending'), ('m', true, 'dispatched'), ('m', true, 'pending')$$,
+    $$VALUES ('m', false, 'running'), ('after', false, 'pending'), ('m[1]', true, 'dispatched'), ('m[2]', true, 'pending')$$,
     'K: one cancelled event per task run and per live child');
 SELECT is((SELECT t -> 'fan_out' ->> 'outcome' FROM jsonb_array_elements(flowforge.get_run(:'rk') -> 'tasks') t
            WHERE t ->> 'key' = 'm'), 'cancelled', 'K: get_run shows the fan-out cancelled');
