@@ -21,9 +21,11 @@ makes the process an agent (docs/engines.md, "Agents"):
   again, as the SQL asks, and goes on;
 * at shutdown, after the drain, one last heartbeat (metrics with what it
   holds then) and ``set_agent_status(name, 'inactive')`` — which releases
-  its affinity bindings at once.  That function is granted to application
-  logins, not to ``flowforge_worker``: refused, the worker says so and the
-  database's own rule makes it inactive three heartbeat intervals later.
+  its affinity bindings at once.  That function is granted to
+  ``flowforge_app`` (every member login ``add_member`` maps has it), not to
+  ``flowforge_worker``: a worker-only login is refused, the worker says so,
+  and the database's own rule makes it inactive three heartbeat intervals
+  later.
 """
 
 from __future__ import annotations
