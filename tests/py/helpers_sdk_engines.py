@@ -91,12 +91,13 @@ def wait_run(dsn: str, run_id, timeout: float = 30.0, tick: bool = True) -> dict
     return wait_until(ended, timeout, f"run {run_id} to end", interval=0.1)
 
 
-def drive(api: Client, agent: str, outputs: dict[str, Any] | Callable[[Any], Any], *, steps: int = 100,
+def drive(api: Client, agent: str, outputs: dict[str, Any] | Callable[[Any], Any], *, steps: int | None = None,
           fail: Callable[[Any], str | None] = lambda row: None) -> list:
-    """Claim and settle work items until none is pending: ``outputs[task_name]`` (or ``outputs(row)``)
-    completes one; ``fail(row)`` returning an error text fails it (retryable). Returns the rows claimed."""
+    """Claim and settle work items until none is pending (or ``steps`` of them): ``outputs[task_name]``
+    (or ``outputs(row)``) completes one; ``fail(row)`` returning an error text fails it (retryable).
+    Returns the rows claimed."""
     claimed = []
-    for _ in range(steps):
+    for _ in range(steps or 100):
         rows = api.claim_work(["default"], agent, batch=1)
         if not rows:
             return claimed
@@ -108,6 +109,8 @@ def drive(api: Client, agent: str, outputs: dict[str, Any] | Callable[[Any], Any
             continue
         out = outputs(row) if callable(outputs) else outputs[row.task_name]
         api.complete_work(row.work_item_id, row.fencing_token, out)
+    if steps is not None:
+        return claimed
     raise AssertionError(f"still claiming after {steps} work items")
 
 
