@@ -18,8 +18,8 @@ import threading
 
 import pytest
 
-from helpers_runtime import FLOWFORGE, fast_worker, running, wait_until  # noqa: F401 - fixture
-from helpers_sdk_engines import agents, call, client, drive, get_run, order, photos, review_loop
+from helpers_runtime import FLOWFORGE, wait_until
+from helpers_sdk_engines import agents, client, drive, get_run, order, photos, review_loop
 from test_cli import ff, ok  # noqa: F401 - fixture
 from test_cli_foundation import assert_one_line_error
 
