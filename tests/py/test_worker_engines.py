@@ -17,7 +17,7 @@ import threading
 import time
 
 from flowforge import errors
-from helpers_runtime import fast_worker, running, sql, wait_until  # noqa: F401 - fixture
+from helpers_runtime import amqp_url, fast_worker, running, sql, wait_until  # noqa: F401 - fixtures
 from helpers_sdk_engines import call, get_run, order, photos, review_loop, wait_run
 
 
@@ -280,3 +280,38 @@ def test_a_work_item_output_over_the_limits_fails_for_good_at_once(migrated_dsn,
     kinds = [e["kind"] for e in call(migrated_dsn, lambda api: api.run_events(run_id))]
     assert "retry_scheduled" not in kinds and "lease_expired" not in kinds
     assert worker.stats == {"completed": 0, "failed": 1, "dropped": 0}
+
+
+def test_a_push_only_worker_claims_the_work_items_of_its_push_queue(migrated_dsn, running, amqp_url):
+    """Work items are never pushed: a worker consuming a push queue from RabbitMQ claims that queue's items."""
+    import uuid
+
+    exchange = f"fftest.{uuid.uuid4().hex[:12]}"
+    call(migrated_dsn, lambda api: api.configure_queue("pushq", exchange))
+    call(migrated_dsn, lambda api: api.define_workflow(review_loop(queue="pushq")))
+    run_id = call(migrated_dsn, lambda api: api.start_run("review_loop"))
+    worker = fast_worker(migrated_dsn, queues=[], push_queues=["pushq"], amqp_url=amqp_url)
+    worker.register("draft", lambda ctx, input: {"text": "x"})
+    worker.register("review", lambda ctx, input: {"approved": True})
+    worker.register("publish", lambda ctx, input: {})
+    try:
+        running(worker)
+        assert wait_run(migrated_dsn, run_id, tick=False)["state"] == "succeeded"
+        assert worker._stats.by_unit["work_item"]["completed"] == 3
+    finally:
+        worker.stop()
+        worker.join(15)
+        _drop_amqp(amqp_url, exchange, call(migrated_dsn, lambda api: api.queue_settings(["pushq"]))[0].amqp_queue)
+
+
+def _drop_amqp(url: str, exchange: str, amqp_queue: str) -> None:
+    """The exchange and durable queue the worker declared: gone, so the broker keeps nothing of this test."""
+    import pika
+
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        channel = conn.channel()
+        channel.queue_delete(amqp_queue)
+        channel.exchange_delete(exchange)
+    finally:
+        conn.close()
