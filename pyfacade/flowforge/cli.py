@@ -30,6 +30,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("flowforge.commands.workflow", "workflow"),
     ("flowforge.commands.run", "run"),
     ("flowforge.commands.queue", "queue"),
+    ("flowforge.commands.agent", "agent"),
     ("flowforge.commands.org", "org"),
     ("flowforge.commands.daemon", "daemon"),
     ("flowforge.commands.server", "status"),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Sequence
 
 import psycopg
@@ -36,7 +36,7 @@ from psycopg.types.json import Jsonb
 
 from . import errors, queries
 from .db.statements import execute, fetch_all, fetch_one, fetch_value
-from .rows import ClaimedTask, CompletionOutcome, OutboxMessage, QueueSetting
+from .rows import ClaimedTask, ClaimedWorkItem, CompletionOutcome, OutboxMessage, QueueSetting
 
 # An interval: a timedelta, or interval text PostgreSQL reads ('30 seconds').
 Interval = timedelta | str
@@ -44,6 +44,7 @@ Interval = timedelta | str
 _HEX_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
 
 _CLAIMED = class_row(ClaimedTask)
+_CLAIMED_WORK = class_row(ClaimedWorkItem)
 _OUTCOMES = class_row(CompletionOutcome)
 _QUEUES = class_row(QueueSetting)
 _OUTBOX = class_row(OutboxMessage)
@@ -144,12 +145,39 @@ class Client:
         return fetch_all(self.conn, queries.RUN_LIST, {"workflow": workflow, "state": state, "limit": limit})
 
     def get_run(self, run_id: uuid.UUID) -> dict:
-        """get_run(run_id) with timestamps as datetimes, ``id`` a UUID and ``tasks_done``; tasks in spec order."""
+        """get_run(run_id) of any kind, with timestamps as datetimes and ``id`` a UUID.
+
+        ``kind`` says which engine's detail it carries: a DAG's ``tasks`` (in
+        spec order, plus ``tasks_done``), a graph's position, path, run_counts,
+        fan_outs and items, a machine's machine_state, context, history,
+        queued, timers and items.
+        """
         run = _parse_times(fetch_value(self.conn, queries.GET_RUN, {"run_id": run_id}))
         run["id"] = uuid.UUID(run["id"])
-        run["tasks_done"] = run["tasks_total"] - run["tasks_remaining"]
-        run["tasks"] = [_parse_times(task) for task in run["tasks"]]
+        if run.get("kind", "dag") == "dag":
+            run["tasks_done"] = run["tasks_total"] - run["tasks_remaining"]
+            run["tasks"] = [_parse_times(task) for task in run["tasks"]]
+        for key in ("items", "history", "queued", "timers"):
+            if isinstance(run.get(key), list):
+                run[key] = [_parse_times(entry) for entry in run[key]]
         return run
+
+    def send_event(self, run_id: uuid.UUID, event: str, payload: Any = None, event_id: str | None = None) -> dict:
+        """An event for a machine run: {outcome: applied | queued | duplicate, state, live, suspended}.
+
+        A refusal (the state does not accept it, no guard holds, the run ended)
+        is ``errors.EventRefused`` (FF012), and nothing was written.
+        """
+        return fetch_value(self.conn, queries.SEND_EVENT, {
+            "run_id": run_id, "event": event, "payload": jsonb({} if payload is None else payload),
+            "event_id": event_id,
+        })
+
+    def fan_out_output(self, run_id: uuid.UUID, node: str, after_index: int = -1, max_items: int = 1000) -> list[dict]:
+        """A fanning node's children's outputs from ``after_index + 1``: {index, status, output}, in element order."""
+        return fetch_all(self.conn, queries.FAN_OUT_OUTPUT, {
+            "run_id": run_id, "node": node, "after_index": after_index, "max_items": max_items,
+        })
 
     def resolve_run_id(self, text: str) -> uuid.UUID:
         """A run id from its full text or a unique prefix of at least 4 hex digits."""
@@ -214,11 +242,67 @@ class Client:
             "task_run_id": task_run_id, "fencing_token": fencing_token, "error": error, "retryable": retryable,
         })
 
+    # --- the work-item queue (graph nodes, machine actions, fan-out children) ------------------------
+
+    def claim_work(self, queues: Sequence[str], agent: str, lease: Interval = "30 seconds", batch: int = 1,
+                   engine_kinds: Sequence[str] | None = None,
+                   task_names: Sequence[str] | None = None) -> list[ClaimedWorkItem]:
+        """Take up to ``batch`` pending work items; with ``task_names``, only items of those names."""
+        return fetch_all(self.conn, queries.CLAIM_WORK, {
+            "queues": list(queues), "agent": agent, "lease": lease, "batch": batch,
+            "engine_kinds": None if engine_kinds is None else list(engine_kinds),
+            "task_names": None if task_names is None else list(task_names),
+        }, row=_CLAIMED_WORK)
+
+    def heartbeat_work(self, work_item_id: uuid.UUID, fencing_token: int, lease: Interval = "30 seconds") -> datetime:
+        """Extend a work item's lease; returns when it now expires."""
+        return fetch_value(self.conn, queries.HEARTBEAT_WORK, {
+            "work_item_id": work_item_id, "fencing_token": fencing_token, "lease": lease,
+        })
+
+    def complete_work(self, work_item_id: uuid.UUID, fencing_token: int, output: Any = None) -> None:
+        execute(self.conn, queries.COMPLETE_WORK, {
+            "work_item_id": work_item_id, "fencing_token": fencing_token, "output": jsonb(output),
+        })
+
+    def fail_work(self, work_item_id: uuid.UUID, fencing_token: int, error: str, retryable: bool = True) -> None:
+        execute(self.conn, queries.FAIL_WORK, {
+            "work_item_id": work_item_id, "fencing_token": fencing_token, "error": error, "retryable": retryable,
+        })
+
+    # --- agents ---------------------------------------------------------------------------------------
+
+    def register_agent(self, name: str, info: dict | None = None) -> uuid.UUID:
+        """Create or update the agent ``name`` (status active); ``info``: addresses, version, type, labels..."""
+        return fetch_value(self.conn, queries.REGISTER_AGENT, {"name": name, "info": jsonb(info or {})})
+
+    def agent_heartbeat(self, name: str, metrics: dict | None = None) -> str:
+        """Record a heartbeat (and metrics); returns the agent's status: active, draining or inactive."""
+        return fetch_value(self.conn, queries.AGENT_HEARTBEAT, {"name": name, "metrics": jsonb(metrics)})
+
+    def set_agent_status(self, name: str, status: str) -> None:
+        """active | draining (finish what it holds, take nothing new) | inactive (bindings released)."""
+        execute(self.conn, queries.SET_AGENT_STATUS, {"name": name, "status": status})
+
+    def list_agents(self) -> list[dict]:
+        """Every agent of the organization by name, with its effective status (the claims' own rule)."""
+        return fetch_all(self.conn, queries.LIST_AGENTS)
+
     # --- maintenance and the outbox (the daemon) ---------------------------------------------------
 
-    def tick(self) -> dict:
-        """The periodic duties (reaper, due push retries); returns their counts."""
-        return fetch_value(self.conn, queries.TICK)
+    def tick(self, engine_id: str | None = None) -> dict:
+        """The periodic duties, with a count per duty.
+
+        With ``engine_id`` (a daemon's instance id) only the duties of the
+        organizations this daemon serves now (``serving``: organization →
+        lease generation); without, every organization's.  A duty that failed
+        is named under ``errors``.
+        """
+        return fetch_value(self.conn, queries.TICK, {"engine_id": engine_id})
+
+    def list_engines(self) -> list[dict]:
+        """Every daemon that ever served duties: engine_id, live, organizations (served now), heartbeat_at."""
+        return fetch_all(self.conn, queries.LIST_ENGINES)
 
     def reap_expired_leases(self, max_rows: int = 1000) -> int:
         return fetch_value(self.conn, queries.REAP_EXPIRED_LEASES, {"max_rows": max_rows})
@@ -254,8 +338,13 @@ class Client:
 
 
 def _parse_times(obj: dict) -> dict:
-    """jsonb from the read API carries timestamps as ISO text; make them datetimes."""
+    """jsonb from the read API carries timestamps as ISO text (``*_at``, a history entry's ``at``); make them datetimes."""
     for key, value in obj.items():
-        if isinstance(value, str) and key.endswith("_at"):
-            obj[key] = datetime.fromisoformat(value)
+        if isinstance(value, str) and (key.endswith("_at") or key == "at"):
+            obj[key] = _INFINITE.get(value) or datetime.fromisoformat(value)
     return obj
+
+
+# A fanning node's unit is held by the engine under a lease that never expires ('infinity').
+_INFINITE = {"infinity": datetime.max.replace(tzinfo=timezone.utc),
+             "-infinity": datetime.min.replace(tzinfo=timezone.utc)}

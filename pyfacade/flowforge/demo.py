@@ -1,4 +1,4 @@
-"""The example workflow behind ``flowforge demo`` and its in-process run.
+"""The example workflows behind ``flowforge demo`` and their in-process run.
 
 ``nightly-report`` is a small, realistic DAG with fan-out and fan-in::
 
@@ -9,9 +9,23 @@
 
 ``fetch_rates`` fails on its first attempt (a deterministic "flaky API") and
 succeeds on the retry, 200 ms later: the retry is FlowForge's, not the
-handler's.  The demo migrates, defines the workflow, starts a handful of runs,
-runs a ``Worker`` in a thread, calls ``tick()`` like the daemon would, and
-reports through a callback so the CLI can draw progress.
+handler's.
+
+Beside it, one run of each other engine, served by the same worker:
+
+* ``article-review``, a graph that cycles: draft → review, sent back to
+  draft twice (``when $.output.approved == false``) before it is approved
+  and published — its path is printed;
+* ``order-delivery``, the state machine of issue 14: it waits for payment,
+  the demo sends ``paid`` (the guard checks the amount), the ``ship`` action
+  fails once and is retried by FlowForge, and the order is delivered;
+* ``photo-thumbnails``, a DAG whose ``resize`` task maps over the photos
+  its first task lists (at most 4 children at once), and an album task that
+  gets their outputs in order.
+
+The demo migrates, defines the workflows, starts the runs, runs a ``Worker``
+in a thread, calls ``tick()`` like the daemon would, and reports through a
+callback so the CLI can draw progress.
 """
 
 from __future__ import annotations
@@ -42,6 +56,49 @@ SPEC = {
         {"key": "render_pdf", "depends_on": ["join"], "queue": QUEUE},
         {"key": "update_dashboard", "depends_on": ["join"], "queue": QUEUE},
         {"key": "email", "depends_on": ["render_pdf", "update_dashboard"], "queue": QUEUE},
+    ],
+}
+
+GRAPH = "article-review"
+GRAPH_SPEC = {
+    "name": GRAPH, "kind": "graph", "start": "draft", "max_steps": 20,
+    "description": "Write, review, send back until approved, publish.",
+    "nodes": [{"key": "draft", "queue": QUEUE},
+              {"key": "review", "queue": QUEUE, "max_visits": 5},
+              {"key": "publish", "queue": QUEUE},
+              {"key": "done", "final": True}],
+    "edges": [{"from": "draft", "to": "review"},
+              {"from": "review", "to": "draft", "when": "$.output.approved == false"},
+              {"from": "review", "to": "publish"},
+              {"from": "publish", "to": "done"}],
+}
+APPROVED_AT_VISIT = 3  # the reviewer sends the draft back twice
+
+MACHINE = "order-delivery"
+MACHINE_SPEC = {
+    "name": MACHINE, "kind": "statemachine", "initial": "awaiting_payment", "context": {"total": 100},
+    "description": "An order: paid by an event, shipped by an action (retried once), delivered.",
+    "states": {
+        "awaiting_payment": {
+            "on": {"paid": [{"target": "shipping", "guard": "$.event.amount >= $.context.total",
+                             "assign": {"paid_amount": "$.event.amount"}}],
+                   "cancel": "cancelled"},
+            "after": [{"delay": "2 days", "target": "expired"}]},
+        "shipping": {"action": {"task": "ship", "queue": QUEUE, "max_attempts": 3, "backoff": "200 milliseconds"},
+                     "on_done": "delivered", "on_error": "needs_attention"},
+        "needs_attention": {"on": {"retry": "shipping", "give_up": "cancelled"}},
+        "delivered": {"final": True}, "cancelled": {"final": True}, "expired": {"final": True}},
+}
+
+MAP = "photo-thumbnails"
+PHOTOS = 24
+MAP_SPEC = {
+    "name": MAP, "description": "List an album's photos, resize each (a map, 4 at once), publish the album.",
+    "tasks": [
+        {"key": "list_photos", "queue": QUEUE},
+        {"key": "resize", "depends_on": ["list_photos"], "queue": QUEUE,
+         "map": {"over": "$.deps.list_photos.photos", "mode": "map", "max_concurrency": 4}},
+        {"key": "publish_album", "depends_on": ["resize"], "queue": QUEUE},
     ],
 }
 
@@ -106,6 +163,46 @@ def build_worker(dsn: str, *, concurrency: int = 4) -> Worker:
         return {"sent_to": f"sales-{input['run'].get('region', 'emea')}@example.com",
                 "attachment": input["deps"]["render_pdf"]["file"]}
 
+    # The graph's nodes: a work item's payload is {"state": <run data>, "node", "visit"}.
+    @worker.task("draft")
+    def draft(ctx, input):
+        _work(ctx, 0.05)
+        return {"draft": f"v{input['visit']}", "words": 600 + 150 * input["visit"]}
+
+    @worker.task("review")
+    def review(ctx, input):
+        _work(ctx, 0.05)
+        approved = input["visit"] >= APPROVED_AT_VISIT
+        return {"approved": approved, "notes": "ship it" if approved else f"tighten {input['state']['draft']}"}
+
+    @worker.task("publish")
+    def publish(ctx, input):
+        return {"url": f"https://blog.example.com/{input['state'].get('slug', 'why-postgres')}"}
+
+    # The machine's action: payload {"state", "context"}; its output is merged into the context.
+    @worker.task("ship")
+    def ship(ctx, input):
+        _work(ctx, 0.05)
+        if ctx.attempt == 1:
+            raise ConnectionError("carrier API unavailable (the demo's flaky action: fails on attempt 1)")
+        return {"tracking": f"TRK-{zlib.crc32(str(ctx.run_id).encode()) % 100000:05d}",
+                "paid": input["context"]["paid_amount"]}
+
+    # The map: a fan-out child's payload is {"item", "index", "input"}.
+    @worker.task("list_photos")
+    def list_photos(ctx, input):
+        return {"photos": [f"img_{i:03d}.jpg" for i in range(input["run"].get("photos", PHOTOS))]}
+
+    @worker.task("resize")
+    def resize(ctx, input):
+        time.sleep(0.02)
+        return {"thumb": input["item"].replace(".jpg", "_thumb.jpg"), "index": input["index"]}
+
+    @worker.task("publish_album")
+    def publish_album(ctx, input):
+        thumbs = input["deps"]["resize"]
+        return {"thumbs": len(thumbs), "cover": thumbs[0]["thumb"] if thumbs else None}
+
     return worker
 
 
@@ -120,16 +217,42 @@ def _progress(run: dict) -> dict:
             "retries": sum(t["attempt"] - 1 for t in run["tasks"])}
 
 
+def _engine_progress(run: dict) -> dict:
+    """What the progress display needs from a graph's, a machine's or a mapping DAG's get_run() object."""
+    out = {"id": run["id"], "kind": run["kind"], "state": run["state"]}
+    if run["kind"] == "graph":
+        out.update(steps=run["steps"], position=run["position"], path=run["path"])
+    elif run["kind"] == "statemachine":
+        out.update(machine_state=run["machine_state"], suspended=run["suspended"], transitions=run["transitions"],
+                   attempts=max((i["attempt"] for i in run["items"]), default=0))
+    else:
+        fan = next((t["fan_out"] for t in run["tasks"] if t.get("fan_out")), None) or {}
+        out.update(idx=fan.get("idx", 0), total=fan.get("total", 0), failed=fan.get("failed", 0),
+                   live=fan.get("live", 0), tasks_done=run["tasks_done"], tasks_total=run["tasks_total"])
+    return out
+
+
 @dataclass
 class Progress:
     """One snapshot of the demo's runs, for live display."""
 
     elapsed: float
-    runs: list[dict]  # id, state, tasks_total, tasks_done, tasks_running, retries
+    runs: list[dict]  # the DAG runs: id, state, tasks_total, tasks_done, tasks_running, retries
+    graph: dict = field(default_factory=dict)    # id, state, steps, position, path
+    machine: dict = field(default_factory=dict)  # id, state, machine_state, suspended, transitions, attempts
+    map: dict = field(default_factory=dict)      # id, state, idx, total, failed, live
+
+    @property
+    def others(self) -> list[dict]:
+        return [r for r in (self.graph, self.machine, self.map) if r]
 
     @property
     def finished(self) -> int:
         return sum(r["state"] in FINISHED for r in self.runs)
+
+    @property
+    def all_finished(self) -> bool:
+        return self.finished == len(self.runs) and all(r["state"] in FINISHED for r in self.others)
 
 
 @dataclass
@@ -143,6 +266,10 @@ class DemoResult:
     retries: int = 0
     seconds: float = 0.0
     timed_out: bool = False
+    graph: dict = field(default_factory=dict)
+    machine: dict = field(default_factory=dict)
+    map: dict = field(default_factory=dict)
+    paid: dict = field(default_factory=dict)   # what send_event answered
 
     @property
     def succeeded(self) -> int:
@@ -150,7 +277,8 @@ class DemoResult:
 
     @property
     def ok(self) -> bool:
-        return bool(self.runs) and self.succeeded == len(self.run_ids)
+        return (bool(self.runs) and self.succeeded == len(self.run_ids)
+                and all(r.get("state") == "succeeded" for r in (self.graph, self.machine, self.map)))
 
     def inspect_query(self) -> str:
         run = next((r["id"] for r in self.runs if r.get("retries")), self.run_ids[0])
@@ -162,15 +290,23 @@ class DemoResult:
 
 def run(dsn: str, *, runs: int = 5, concurrency: int = 4, timeout: float = 60.0,
         on_progress: Callable[[Progress], None] | None = None, tick_every: float = 1.0) -> DemoResult:
-    """Migrate, define, start ``runs`` runs, work them to the end (or ``timeout``)."""
+    """Migrate, define, start ``runs`` DAG runs and one run of each other engine, work them to the end (or ``timeout``)."""
     migrate.migrate(dsn)
     with db.connect(dsn, autocommit=True) as conn:
         api = Client(conn)
         defined = api.apply_workflow(SPEC)
+        for spec in (GRAPH_SPEC, MACHINE_SPEC, MAP_SPEC):
+            api.apply_workflow(spec)
         stamp = time.strftime("%Y-%m-%d")
         run_ids = [api.start_run(WORKFLOW, {"region": REGIONS[i % len(REGIONS)], "date": stamp, "batch": i + 1})
                    for i in range(runs)]
+        graph_id = api.start_run(GRAPH, {"title": "Why PostgreSQL is enough", "slug": "why-postgres"})
+        machine_id = api.start_run(MACHINE, {"order": f"A-{stamp}"})
+        map_id = api.start_run(MAP, {"album": "holiday", "photos": PHOTOS})
         result = DemoResult(dsn, defined["version"], defined["created"], run_ids)
+        # The machine rests in awaiting_payment until an event comes: the payment.
+        result.paid = api.send_event(machine_id, "paid", {"amount": 120}, event_id=f"payment-{machine_id}")
+        others = {"graph": graph_id, "machine": machine_id, "map": map_id}
 
         worker = build_worker(dsn, concurrency=concurrency)
         started = time.monotonic()
@@ -181,16 +317,19 @@ def run(dsn: str, *, runs: int = 5, concurrency: int = 4, timeout: float = 60.0,
             while True:
                 now = time.monotonic()
                 if now - last_tick >= tick_every:
-                    api.tick()  # the daemon's periodic duties (reaper, push retries)
+                    api.tick()  # the daemon's periodic duties (reapers, push retries, timers)
                     last_tick = now
                 for rid in run_ids:  # get_run of the unfinished ones; finished runs do not change
                     if rid not in latest or latest[rid]["state"] not in FINISHED:
                         latest[rid] = _progress(api.get_run(rid))
-                snapshot = [latest[rid] for rid in run_ids]
-                progress = Progress(now - started, snapshot)
+                for rid in others.values():
+                    if rid not in latest or latest[rid]["state"] not in FINISHED:
+                        latest[rid] = _engine_progress(api.get_run(rid))
+                progress = Progress(now - started, [latest[rid] for rid in run_ids],
+                                    **{name: latest[rid] for name, rid in others.items()})
                 if on_progress is not None:
                     on_progress(progress)
-                if progress.finished == len(run_ids):
+                if progress.all_finished:
                     break
                 if now - started > timeout:
                     result.timed_out = True
@@ -200,8 +339,11 @@ def run(dsn: str, *, runs: int = 5, concurrency: int = 4, timeout: float = 60.0,
             worker.stop()
             worker.join(10)
         result.seconds = time.monotonic() - started
-        result.runs = snapshot
-        result.tasks = sum(r["tasks_total"] for r in snapshot)
+        result.runs = progress.runs
+        result.tasks = sum(r["tasks_total"] for r in progress.runs)
         result.retries = sum(sum(e["kind"] == "retry_scheduled" for e in api.run_events(rid))
                              for rid in run_ids)
+        result.graph, result.machine, result.map = progress.graph, progress.machine, progress.map
+        result.machine["retries"] = sum(e["kind"] == "retry_scheduled" for e in api.run_events(machine_id))
+        result.machine["states"] = [h["to"] for h in api.get_run(machine_id)["history"] if h["outcome"] == "entered"]
     return result

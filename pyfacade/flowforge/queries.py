@@ -329,9 +329,64 @@ SELECT flowforge.fail(task_run_id => %(task_run_id)s::uuid, fencing_token => %(f
                       error => %(error)s::text, retryable => %(retryable)s::boolean)
 """
 
-# --- the SQL API: maintenance and the outbox (daemon; sql/functions/50_maintenance.sql, 60_push.sql) ---
+# --- the SQL API: the work-item queue (sql/functions/10_substrate/50_work_items.sql) ---
+# Every unit of work that is not a DAG task's own attempt: a graph node's
+# visit, a machine's action, a fan-out child.  The same fencing discipline and
+# codes as the task protocol above.  engine_kinds NULL: any engine's items.
 
-TICK = "SELECT flowforge.tick() AS counts"
+CLAIM_WORK = """
+SELECT work_item_id, run_id, engine_kind, task_name, attempt, fencing_token, payload, lease_expires_at
+  FROM flowforge.claim_work(queues => %(queues)s::text[], agent => %(agent)s::text, lease => %(lease)s::interval,
+                            batch => %(batch)s::int, engine_kinds => %(engine_kinds)s::text[],
+                            task_names => %(task_names)s::text[])
+"""
+
+HEARTBEAT_WORK = """
+SELECT flowforge.heartbeat_work(work_item_id => %(work_item_id)s::uuid, fencing_token => %(fencing_token)s::bigint,
+                                lease => %(lease)s::interval) AS lease_expires_at
+"""
+
+COMPLETE_WORK = """
+SELECT flowforge.complete_work(work_item_id => %(work_item_id)s::uuid, fencing_token => %(fencing_token)s::bigint,
+                               output => %(output)s::jsonb)
+"""
+
+FAIL_WORK = """
+SELECT flowforge.fail_work(work_item_id => %(work_item_id)s::uuid, fencing_token => %(fencing_token)s::bigint,
+                           error => %(error)s::text, retryable => %(retryable)s::boolean)
+"""
+
+# --- the SQL API: agents (sql/functions/10_substrate/55_agents.sql) -------------
+
+REGISTER_AGENT = "SELECT flowforge.register_agent(name => %(name)s::text, info => %(info)s::jsonb) AS id"
+
+# Returns the agent's status: active, draining (finish what you hold) or inactive (register again).
+AGENT_HEARTBEAT = """
+SELECT flowforge.agent_heartbeat(name => %(name)s::text, metrics => %(metrics)s::jsonb) AS status
+"""
+
+SET_AGENT_STATUS = "SELECT flowforge.set_agent_status(name => %(name)s::text, status => %(status)s::text)"
+
+LIST_AGENTS = """
+SELECT name, status, declared_status, agent_type, version, labels, metrics, heartbeat_interval, last_heartbeat_at,
+       last_claim_at, holding, bindings, http_address, grpc_address, infra_address, created_at
+  FROM flowforge.list_agents()
+"""
+
+# --- the SQL API: state machines (sql/functions/40_machine/30_send_event.sql) -------
+
+SEND_EVENT = """
+SELECT flowforge.send_event(run_id => %(run_id)s::uuid, event => %(event)s::text, payload => %(payload)s::jsonb,
+                            event_id => %(event_id)s::text) AS outcome
+"""
+
+# --- the SQL API: maintenance and the outbox (daemon; sql/functions/70_maintenance/, 10_substrate/40_push.sql) ---
+
+# engine_id: the daemon's instance id, so the organizations' duties are shared among
+# live daemons by per-organization leases; NULL: every organization's (a lone scheduler).
+TICK = "SELECT flowforge.tick(engine_id => %(engine_id)s::text) AS counts"
+
+LIST_ENGINES = "SELECT engine_id, live, organizations, heartbeat_at FROM flowforge.list_engines()"
 
 REAP_EXPIRED_LEASES = "SELECT flowforge.reap_expired_leases(max_rows => %(max_rows)s::int) AS reaped"
 
@@ -355,8 +410,9 @@ WORKFLOW_LIST = "SELECT name, version, id, kind, tasks, created_at FROM flowforg
 
 GET_WORKFLOW = "SELECT flowforge.get_workflow(name => %(name)s::text, version => %(version)s::int) AS workflow"
 
+# kind: dag, graph or statemachine; the task counters are a DAG's (NULL for the other kinds).
 RUN_LIST = """
-SELECT id, workflow_name AS workflow, version, state, tasks_total,
+SELECT id, workflow_name AS workflow, version, kind, state, tasks_total,
        tasks_total - tasks_remaining AS tasks_done, tasks_failed, created_at, started_at, finished_at
   FROM flowforge.list_runs(workflow => %(workflow)s::text, with_state => %(state)s::text, max_rows => %(limit)s::int)
 """
@@ -369,6 +425,14 @@ TASK_TIMEOUTS = """
 SELECT t ->> 'key' AS key, (t ->> 'timeout')::interval AS timeout
   FROM jsonb_array_elements(
            flowforge.get_workflow(name => %(name)s::text, version => %(version)s::int) -> 'spec' -> 'tasks') AS t
+"""
+
+# A fanning node's children's outputs, page by page, in element order (what a
+# map output passed by reference points to).
+FAN_OUT_OUTPUT = """
+SELECT index, status, output
+  FROM flowforge.fan_out_output(run_id => %(run_id)s::uuid, node => %(node)s::text,
+                                after_index => %(after_index)s::bigint, max_items => %(max_items)s::int)
 """
 
 LIST_QUEUES = """

@@ -28,6 +28,21 @@ class ClaimedTask:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimedWorkItem:
+    """One row of ``flowforge.claim_work``: a work item (a graph node's visit, a machine's action, a fan-out child)
+    now held by the caller under ``fencing_token``; ``payload`` is what its engine gave it."""
+
+    work_item_id: uuid.UUID
+    run_id: uuid.UUID
+    engine_kind: str
+    task_name: str
+    attempt: int
+    fencing_token: int
+    payload: Any
+    lease_expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class CompletionOutcome:
     """One row of ``flowforge.complete_many``: completed, stale, not_running or not_found."""
 

@@ -110,7 +110,8 @@ def test_run_start_list_show_events(ff, applied):
     assert same["id"] == again["id"] != run_id
 
     listing = ok(ff("run", "list"))
-    assert listing.splitlines()[0].split() == ["ID", "WORKFLOW", "STATE", "TASKS", "CREATED", "TOOK"]
+    # KIND since issues 13-14: runs of every engine are listed (test_cli_engines.py covers the other kinds).
+    assert listing.splitlines()[0].split() == ["ID", "WORKFLOW", "KIND", "STATE", "TASKS", "CREATED", "TOOK"]
     assert run_id in listing and "running" in listing
     runs = json.loads(ok(ff("run", "list", "--json")))
     assert len(runs) == 2 and {r["state"] for r in runs} == {"running"}
@@ -276,12 +277,28 @@ def test_demo_on_a_fresh_database(fresh_dsn):
     out = ok(proc)
     summary = [line for line in out.splitlines() if line.startswith("demo ")]
     assert summary and summary[0].startswith("demo succeeded: 3/3 runs succeeded, 24 tasks, 3 retries")
+    # The other engines, on the same line (issues 13-15): the graph cycled, the machine's action was retried
+    # once, the map resized every photo.
+    assert ("; graph article-review succeeded in 8 steps (sent back twice); machine order-delivery succeeded "
+            "in delivered (ship retried once); map photo-thumbnails succeeded: 24/24 photos resized; ") in summary[0]
+    assert ("article-review path: draft#1 → review#1 → draft#2 → review#2 → draft#3 → review#3 → publish → done"
+            in out.splitlines())
+    assert "order-delivery states: awaiting_payment → shipping → delivered" in out.splitlines()
     assert "psql " in out and "flowforge.run_events(" in out
     assert proc.stderr == ""
+    # Since issues 13-15 the demo runs a graph, a machine and a mapping DAG besides nightly-report's runs.
     listed = json.loads(ok(run("--dsn", fresh_dsn, "--json", "run", "list")))
-    assert len(listed) == 3 and {r["state"] for r in listed} == {"succeeded"}
+    assert sorted((r["workflow"], r["kind"]) for r in listed) == [
+        ("article-review", "graph"), *[("nightly-report", "dag")] * 3, ("order-delivery", "statemachine"),
+        ("photo-thumbnails", "dag")]
+    assert {r["state"] for r in listed} == {"succeeded"}
 
 
 def test_demo_json(fresh_dsn):
     out = json.loads(ok(run("--dsn", fresh_dsn, "--json", "demo", "--runs", "2", timeout=120)))
     assert out["ok"] is True and out["runs_succeeded"] == 2 and out["retries"] == 2 and out["tasks"] == 16
+    assert out["graph"]["state"] == "succeeded" and out["graph"]["path"].count("review") == 3
+    assert (out["machine"]["state"], out["machine"]["machine_state"], out["machine"]["retries"]) == \
+        ("succeeded", "delivered", 1)
+    assert (out["map"]["state"], out["map"]["idx"], out["map"]["total"], out["map"]["failed"]) == \
+        ("succeeded", 24, 24, 0)

@@ -25,10 +25,14 @@ EXIT_SCHEMA = outbox_daemon.EXIT_SCHEMA
 @click.option("--poll-interval", type=float, metavar="SECONDS",
               help=f"Drain even without a notification this often. Default: ${outbox_daemon.POLL_INTERVAL_ENV}, "
                    f"else {outbox_daemon.DEFAULT_POLL_INTERVAL:g}.")
+@click.option("--engine-id", metavar="ID",
+              help=f"This daemon's instance id for tick(engine_id): the organizations' duties are shared among "
+                   f"live daemons by it. Default: ${outbox_daemon.ENGINE_ID_ENV}, else <host>:<pid>.")
 @click.pass_obj
 @click.pass_context
 def daemon(ctx: click.Context, settings: Settings, dsn: str | None, amqp_url: str | None,
-           tick_interval: float | None, batch_size: int | None, poll_interval: float | None) -> None:
+           tick_interval: float | None, batch_size: int | None, poll_interval: float | None,
+           engine_id: str | None) -> None:
     """Call tick() and drain the outbox to RabbitMQ (if a broker is given) until SIGTERM/SIGINT.
 
     Logs one logfmt line per event to stderr. Exits 0 on SIGTERM/SIGINT after
@@ -39,7 +43,7 @@ def daemon(ctx: click.Context, settings: Settings, dsn: str | None, amqp_url: st
     try:
         config = outbox_daemon.resolve_config(
             (dsn or "").strip() or db.resolve_dsn(settings), amqp_url,
-            tick_interval=tick_interval, batch_size=batch_size, poll_interval=poll_interval)
+            tick_interval=tick_interval, batch_size=batch_size, poll_interval=poll_interval, engine_id=engine_id)
     except errors.InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
     runner = outbox_daemon.Daemon(config)

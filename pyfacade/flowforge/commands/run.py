@@ -1,12 +1,14 @@
-"""``flowforge run start | list | show | watch | events | cancel | retry``."""
+"""``flowforge run start | list | show | watch | signal | events | cancel | retry``.
+
+Runs of every engine (a DAG, a graph, a state machine) go through the same
+commands; ``run_views`` draws each kind.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
 import time
-from collections import Counter
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import click
@@ -14,11 +16,11 @@ import click
 from .. import errors, render
 from ..client import Client
 from ..config import Settings
+from . import run_views as views
 from ._common import cli_hint, client, emit_json, json_option, parse_json_object, wants_json, when
 from .workflow import UNKNOWN_WORKFLOW_HINT
 
 RUN_STATES = ("pending", "running", "succeeded", "failed", "cancelled")
-UNFINISHED_FOR_GOOD = ("failed", "skipped", "cancelled")  # task states a summary must not call "done" silently
 
 
 @click.group("run")
@@ -26,15 +28,15 @@ def run() -> None:
     """Workflow runs. RUN_ID may be a unique prefix of the id (at least 4 hex digits)."""
 
 
-def read_input(text: str) -> str:
-    """``--input``: JSON text, ``@FILE`` for a file's content, ``-`` for stdin (large inputs)."""
+def read_input(text: str, option: str = "--input") -> str:
+    """``--input`` (``--payload``): JSON text, ``@FILE`` for a file's content, ``-`` for stdin (large inputs)."""
     if text == "-":
         return sys.stdin.read()
     if text.startswith("@"):  # never valid JSON text, so it cannot be meant literally
         try:
             return Path(text[1:]).read_text(encoding="utf-8")
         except OSError as exc:
-            raise errors.InvalidArgument(f"cannot read --input {text}: {exc.strerror or exc}") from None
+            raise errors.InvalidArgument(f"cannot read {option} {text}: {exc.strerror or exc}") from None
     return text
 
 
@@ -80,67 +82,14 @@ def list_(settings: Settings, workflow: str | None, state: str | None, limit: in
         click.echo("no runs")
         return
     click.echo(render.table(
-        [(r["id"], f"{r['workflow']} v{r['version']}", r["state"], f"{r['tasks_done']}/{r['tasks_total']}",
-          when(r["created_at"]), _elapsed(r["created_at"], r["finished_at"])) for r in rows],
-        headers=("ID", "WORKFLOW", "STATE", "TASKS", "CREATED", "TOOK"), state_column=2))
+        [(r["id"], f"{r['workflow']} v{r['version']}", r["kind"], r["state"],
+          f"{r['tasks_done']}/{r['tasks_total']}" if r["tasks_total"] is not None else "-",
+          when(r["created_at"]), views.elapsed(r["created_at"], r["finished_at"])) for r in rows],
+        headers=("ID", "WORKFLOW", "KIND", "STATE", "TASKS", "CREATED", "TOOK"), state_column=3))
 
 
-def _elapsed(start: datetime | None, end: datetime | None) -> str:
-    if start is None:
-        return ""
-    return render.duration(((end or datetime.now(timezone.utc)) - start).total_seconds())
-
-
-def _in_dag_order(run: dict) -> dict:
-    """get_run's object with its tasks listed level by level, as every view of a run shows them."""
-    return {**run, "tasks": render.dag_order(run["tasks"])}
-
-
-def _run_json(run: dict) -> dict:
-    return run  # get_run's object; tasks in DAG order
-
-
-def _tally(run: dict) -> str:
-    """How the finished tasks ended — "2 succeeded, 1 failed, 1 skipped" — or "" when every one succeeded."""
-    counts = Counter(t["state"] for t in run["tasks"])
-    if not any(counts[s] for s in UNFINISHED_FOR_GOOD):
-        return ""
-    return ", ".join(f"{counts[s]} {s}" for s in ("succeeded", *UNFINISHED_FOR_GOOD) if counts[s] or s == "succeeded")
-
-
-def _took(task: dict, timeout: timedelta | None) -> str:
-    """How long the task's attempt ran; a timed-out attempt ran until its timeout, not until the reaper came."""
-    if task["started_at"] is None:
-        return ""
-    end = task["finished_at"] or datetime.now(timezone.utc)
-    if timeout is not None:
-        end = min(end, task["started_at"] + timeout)
-    return render.duration((end - task["started_at"]).total_seconds())
-
-
-def _run_text(run: dict, timeouts: dict[str, timedelta | None], colour: bool | None = None) -> str:
-    tally = _tally(run)
-    head = (f"run {run['id']}  {run['workflow']} v{run['version']}  "
-            f"{render.state(run['state'], colour=colour)}  {run['tasks_done']}/{run['tasks_total']} tasks done"
-            f"{': ' + tally if tally else ''}  "
-            f"{_elapsed(run['started_at'] or run['created_at'], run['finished_at'])}")
-    lines = [head]
-    if run.get("reason"):
-        lines.append(f"reason: {run['reason']}")
-    lines.append("")
-    lines.append(render.table(
-        # WORKER: who holds the task, or who held it last (get_run keeps lease_owner once finished).
-        [(t["key"], t["state"], f"{t['attempt']}/{t['max_attempts']}", _took(t, timeouts.get(t["key"])),
-          t["lease_owner"] or "",
-          (t["error"] or "")[:80] if t["state"] != "succeeded" else "") for t in run["tasks"]],
-        headers=("TASK", "STATE", "ATTEMPT", "TOOK", "WORKER", "ERROR"), state_column=1, colour=colour))
-    return "\n".join(lines)
-
-
-def _load(api: Client, text: str) -> tuple[dict, dict[str, timedelta | None]]:
-    """The run (tasks in DAG order) and its tasks' timeouts."""
-    found = _in_dag_order(api.get_run(_resolve(api, text)))
-    return found, api.task_timeouts(found["workflow"], found["version"])
+def _load(api: Client, text: str) -> views.Shown:
+    return views.load(api, _resolve(api, text))
 
 
 @run.command("show")
@@ -148,13 +97,16 @@ def _load(api: Client, text: str) -> tuple[dict, dict[str, timedelta | None]]:
 @json_option
 @click.pass_obj
 def show(settings: Settings, run_id: str, json_flag: bool) -> None:
-    """A run and each of its tasks."""
+    """A run of any kind: a DAG's tasks, a graph's position and path, a machine's state, context and history.
+
+    A fanning node (map / foreach) shows its progress as a bar.
+    """
     with client(settings) as api:
-        found, timeouts = _load(api, run_id)
+        shown = _load(api, run_id)
     if wants_json(settings, json_flag):
-        emit_json(_run_json(found))
+        emit_json(shown.run)
     else:
-        click.echo(_run_text(found, timeouts))
+        click.echo(views.text(shown))
 
 
 @run.command("watch")
@@ -167,7 +119,7 @@ def show(settings: Settings, run_id: str, json_flag: bool) -> None:
 @click.pass_context
 def watch(ctx: click.Context, settings: Settings, run_id: str, interval: float, timeout: float | None,
           json_flag: bool) -> None:
-    """Live progress of each task until the run ends.
+    """Live progress of a run (its tasks, its graph position, its machine state, its fan-outs) until it ends.
 
     Exits 0 when the run succeeded, 1 when it failed or was cancelled, 3 when
     --timeout passed first.  With --json, prints the final run as JSON.
@@ -176,41 +128,76 @@ def watch(ctx: click.Context, settings: Settings, run_id: str, interval: float, 
     live = render.Live()
     started = time.monotonic()
     with client(settings) as api:
-        found, timeouts = _load(api, run_id)
+        shown = _load(api, run_id)
         while True:
-            finished = found["state"] in render.FINISHED_RUN_STATES
+            finished = shown.run["state"] in render.FINISHED_RUN_STATES
             if not as_json:
                 if live.tty:
-                    states = {t["key"]: t["state"] for t in found["tasks"]}
-                    live.update(_run_text(found, timeouts) + "\n\n" + render.dag(found["tasks"], states=states))
+                    live.update(views.text(shown, drawing=True))
                 else:
-                    # Piped: one line per change, not a redraw.
-                    live.update(f"{found['state']}: " + ", ".join(
-                        f"{t['key']}={t['state']}" + (f"#{t['attempt']}" if t["attempt"] > 1 else "")
-                        for t in found["tasks"]))
+                    live.update(views.progress_line(shown))  # piped: one line per change, not a redraw
             if finished:
                 break
             if timeout is not None and time.monotonic() - started > timeout:
                 if as_json:
-                    emit_json(_run_json(found))  # the state it was in when watching stopped
+                    emit_json(shown.run)  # the state it was in when watching stopped
                 else:
-                    click.echo(f"still {found['state']} after {timeout:g}s; stopped watching", err=True)
+                    click.echo(f"still {shown.run['state']} after {timeout:g}s; stopped watching", err=True)
                 ctx.exit(3)
             time.sleep(interval)
-            found = _in_dag_order(api.get_run(found["id"]))
+            shown = views.reload(api, shown)
     if as_json:
-        emit_json(_run_json(found))
+        emit_json(shown.run)
     else:
         if not live.tty:
             click.echo("")
-            click.echo(_run_text(found, timeouts))
-        retries = sum(t["attempt"] - 1 for t in found["tasks"])
-        tally = _tally(found)
-        click.echo(f"\nrun {found['state']}: {found['tasks_done']}/{found['tasks_total']} tasks"
-                   f"{' (' + tally + ')' if tally else ''}, {retries} retr{'y' if retries == 1 else 'ies'}, "
-                   f"{_elapsed(found['started_at'] or found['created_at'], found['finished_at'])}")
-    if found["state"] != "succeeded":
+            click.echo(views.text(shown))
+        click.echo("\n" + views.summary(shown))
+    if shown.run["state"] != "succeeded":
         ctx.exit(1)
+
+
+@run.command("signal")
+@click.argument("run_id")
+@click.argument("event")
+@click.option("--payload", "payload_text", default="{}", metavar="JSON|@FILE|-",
+              help="The event's payload, a JSON object: inline, @FILE to read it from a file, - from stdin.")
+@click.option("--event-id", metavar="ID",
+              help="The event's own id (a webhook delivery id): sent again, it changes nothing.")
+@click.pass_obj
+def signal(settings: Settings, run_id: str, event: str, payload_text: str, event_id: str | None) -> None:
+    """Send EVENT to a state-machine run (send_event) and say what it did.
+
+    applied: the machine took the transition; queued: it is suspended (its
+    action runs) and applies the event when it resumes; duplicate: an event
+    with this --event-id was seen before, nothing changed.  An event the
+    machine does not accept now is refused (exit 1) and nothing is written.
+    """
+    payload = parse_json_object(read_input(payload_text, "--payload"), "--payload")
+    with client(settings) as api:
+        rid = _resolve(api, run_id)
+        try:
+            outcome = api.send_event(rid, event, payload, event_id)
+        except errors.EventRefused as exc:
+            # Nothing was written; say where to look, by the run's own workflow.
+            workflow = api.get_run(rid)["workflow"]
+            exc.hint = (f"`flowforge run show {rid}` shows the state it rests in, "
+                        f"`flowforge workflow show {workflow}` the events each state accepts")
+            raise
+    if settings.json:
+        emit_json({"id": rid, "event": event, "event_id": event_id, **outcome})
+        return
+    state = outcome["state"]
+    if outcome["outcome"] == "duplicate":
+        click.echo(f"event {event} duplicate: event id {event_id} was seen before, nothing changed; "
+                   f"run {rid} is in {state}")
+    elif outcome["outcome"] == "queued":
+        click.echo(f"event {event} queued: run {rid} is suspended in {state} (its action runs); "
+                   f"the event applies when it resumes")
+    else:
+        how = ("suspended: its action runs" if outcome["suspended"] else
+               "waiting for the next event" if outcome["live"] else "ended")
+        click.echo(f"event {event} applied: run {rid} is now in {state} ({how})")
 
 
 @run.command("events")

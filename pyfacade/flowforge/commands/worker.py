@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import os
 import sys
@@ -40,14 +41,22 @@ def load_worker(target: str) -> Worker:
 @click.argument("target", metavar="MODULE:ATTR")
 @click.option("--concurrency", type=click.IntRange(1, 1000), help="Override the Worker's concurrency.")
 @click.option("--grace-period", type=click.FloatRange(0), help="Seconds to finish in-flight work on SIGTERM.")
+@click.option("--agent", "agent_name", metavar="NAME",
+              help="Register the worker as the agent NAME (heartbeats with metrics, draining; its claim name).")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE",
+              help="An agent label (what nodes' worker_params match); VALUE is JSON if it parses, else text. "
+                   "Repeatable; needs --agent (or a Worker built with agent=).")
 @click.option("--log-level", default="INFO", show_default=True,
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
 @click.pass_obj
 def worker(settings: Settings, target: str, concurrency: int | None, grace_period: float | None,
-           log_level: str) -> None:
+           agent_name: str | None, labels: tuple[str, ...], log_level: str) -> None:
     """Run the flowforge.Worker named MODULE:ATTR until SIGTERM or SIGINT.
 
     --dsn (or FLOWFORGE_DSN) is used when the Worker was built without a dsn.
+    With --agent NAME the process registers as that agent: it heartbeats its
+    metrics, stops claiming while drained (`flowforge agent drain NAME`) and
+    is marked inactive when it stops.
     On SIGTERM it stops claiming, finishes in-flight tasks within the grace
     period and exits 0; unfinished tasks come back via their lease.
     """
@@ -59,6 +68,25 @@ def worker(settings: Settings, target: str, concurrency: int | None, grace_perio
         w.concurrency = concurrency
     if grace_period is not None:
         w.grace_period = grace_period
+    if agent_name is not None:
+        if not 1 <= len(agent_name) <= 200:
+            raise errors.InvalidArgument("--agent must be a name of 1 to 200 characters")
+        w.name = agent_name
+        w.register_agent = True
+    if labels:
+        if not w.register_agent:
+            raise errors.InvalidArgument("--label needs --agent NAME: labels are an agent's")
+        w.labels = {**(w.labels or {}), **dict(_label(text) for text in labels)}
     if not w.handlers:
         raise errors.InvalidArgument(f"{target} has no task handlers registered")
     w.run()
+
+
+def _label(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise errors.InvalidArgument(f"--label takes KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value

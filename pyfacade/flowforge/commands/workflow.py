@@ -86,15 +86,31 @@ def list_(settings: Settings, json_flag: bool) -> None:
 @json_option
 @click.pass_obj
 def show(settings: Settings, name: str, version: int | None, json_flag: bool) -> None:
-    """A workflow's latest (or --version N) version: its tasks and the DAG."""
+    """A workflow's latest (or --version N) version, drawn.
+
+    A DAG as layers with its tasks; a graph as its nodes and edges (with
+    their conditions, in the order they are tried); a state machine as its
+    states, transitions (with guards and assignments), timers and actions.
+    """
     with client(settings) as api, cli_hint(errors.NotFound, UNKNOWN_WORKFLOW_HINT):
         wf = api.get_workflow(name, version)
-    tasks = wf["spec"]["tasks"]
+    kind = wf.get("kind") or wf["spec"].get("kind") or "dag"
     if wants_json(settings, json_flag):
-        emit_json({**wf, "levels": render.levels(tasks)})
+        emit_json({**wf, "levels": render.levels(wf["spec"]["tasks"])} if kind == "dag" else wf)
         return
     older = f"; the latest is version {wf['versions']}" if wf["version"] < wf["versions"] else ""
-    click.echo(f"{wf['name']}  version {wf['version']}  ({len(tasks)} tasks, defined {when(wf['created_at'])}{older})")
+    defined = f"defined {when(wf['created_at'])}{older}"
+    if kind == "graph":
+        _show_graph(wf, defined)
+    elif kind == "statemachine":
+        _show_machine(wf, defined)
+    else:
+        _show_dag(wf, defined)
+
+
+def _show_dag(wf: dict, defined: str) -> None:
+    tasks = wf["spec"]["tasks"]
+    click.echo(f"{wf['name']}  version {wf['version']}  ({len(tasks)} tasks, {defined})")
     if wf["spec"].get("description"):
         click.echo(wf["spec"]["description"])
     click.echo("")
@@ -104,3 +120,58 @@ def show(settings: Settings, name: str, version: int | None, json_flag: bool) ->
         [(t["key"], ", ".join(t["depends_on"]) or "-", t["queue"], t["max_attempts"], t["backoff"],
           t.get("timeout") or "-") for t in tasks],
         headers=("TASK", "DEPENDS ON", "QUEUE", "MAX ATTEMPTS", "BACKOFF", "TIMEOUT")))
+    fanning = [t for t in tasks if t.get("map")]
+    if fanning:
+        click.echo("")
+        click.echo(render.table([(t["key"], *_map_terms(t["map"])) for t in fanning],
+                                headers=("FANS OUT", "MODE", "OVER", "AT ONCE", "ON ITEM FAILURE")))
+
+
+def _map_terms(fan: dict) -> tuple:
+    failure = fan.get("on_item_failure", "fail")
+    if fan.get("tolerated_failures"):
+        failure += f" (tolerating {fan['tolerated_failures']})"
+    return (fan.get("mode", "map"), render.jsonpath(fan.get("over")), fan.get("max_concurrency", 100), failure)
+
+
+def _show_graph(wf: dict, defined: str) -> None:
+    spec = wf["spec"]
+    nodes, edges = spec["nodes"], spec["edges"]
+    click.echo(f"{wf['name']}  version {wf['version']}  (graph: {len(nodes)} nodes, {len(edges)} edges, "
+               f"start {spec['start']}, at most {spec['max_steps']} steps, {defined})")
+    if spec.get("description"):
+        click.echo(spec["description"])
+    click.echo("")
+    click.echo(render.graph(nodes, edges, spec["start"]))
+    click.echo("")
+    click.echo(render.table(
+        [(n["key"], "final", "", "", "", "", "", "") if n.get("final") else
+         (n["key"], "map" if n.get("map") else "task", n["queue"], n["max_attempts"], n.get("max_visits") or "-",
+          render.interval(n.get("backoff")), render.interval(n.get("timeout")),
+          _affinity(n))
+         for n in nodes],
+        headers=("NODE", "KIND", "QUEUE", "MAX ATTEMPTS", "MAX VISITS", "BACKOFF", "TIMEOUT", "AFFINITY")))
+    fanning = [n for n in nodes if n.get("map")]
+    if fanning:
+        click.echo("")
+        click.echo(render.table([(n["key"], *_map_terms(n["map"])) for n in fanning],
+                                headers=("FANS OUT", "MODE", "OVER", "AT ONCE", "ON ITEM FAILURE")))
+
+
+def _affinity(node: dict) -> str:
+    if not node.get("affinity"):
+        return "-"
+    return f"{render.jsonpath(node['affinity'])} ({node.get('affinity_policy', 'soft')})"
+
+
+def _show_machine(wf: dict, defined: str) -> None:
+    spec = wf["spec"]
+    states = spec["states"]
+    finals = sum(1 for s in states.values() if s.get("final"))
+    click.echo(f"{wf['name']}  version {wf['version']}  (statemachine: {len(states)} states, {finals} final, "
+               f"initial {spec['initial']}, {defined})")
+    if spec.get("description"):
+        click.echo(spec["description"])
+    click.echo(f"context: {render.compact(spec.get('context') or {}, 200)}")
+    click.echo("")
+    click.echo(render.machine(states, spec["initial"]))

@@ -20,10 +20,15 @@ and keeps time:
   then ``mark_published(<the confirmed ids>)`` + ``defer_outbox(<the refused
   ids>)`` and commit; again while a full batch came back and all of it was
   confirmed;
-* ``SELECT flowforge.tick()`` every ``tick_interval`` (reaper, due retries),
+* ``SELECT flowforge.tick(engine_id => '<host>:<pid>')`` every
+  ``tick_interval`` (reapers, due retries, the agent sweep, machine timers),
   even while the broker is down — and with no broker configured at all: a
   pull-only deployment runs the daemon for its periodic duties alone, and
-  push work then waits in the outbox (``no_broker`` says so);
+  push work then waits in the outbox (``no_broker`` says so).  The engine id
+  makes the daemon an engine instance: the organizations' duties are shared
+  among live daemons by per-organization leases in the database, so N
+  daemons split M organizations with no leader; the ``serving`` log line
+  says which it holds whenever that changes (``timer``);
 * bounded exponential backoff (at most ``MAX_BACKOFF`` seconds) for every
   reconnect, logged.
 
@@ -64,6 +69,7 @@ from .config import (
     DEFAULT_OUTBOX_LEASE,
     DEFAULT_POLL_INTERVAL,
     DEFAULT_TICK_INTERVAL,
+    ENGINE_ID_ENV,
     OUTBOX_LEASE_ENV,
     POLL_INTERVAL_ENV,
     TICK_INTERVAL_ENV,
@@ -79,7 +85,7 @@ from .session import IDLE_IN_TRANSACTION_TIMEOUT, LOCK_TIMEOUT, STATEMENT_TIMEOU
 from .timer import Timer
 
 __all__ = [
-    "BASE_BACKOFF", "BATCH_SIZE_ENV", "DEFAULT_BATCH_SIZE", "DEFAULT_OUTBOX_LEASE", "DEFAULT_POLL_INTERVAL",
+    "BASE_BACKOFF", "BATCH_SIZE_ENV", "DEFAULT_BATCH_SIZE", "ENGINE_ID_ENV", "DEFAULT_OUTBOX_LEASE", "DEFAULT_POLL_INTERVAL",
     "DEFAULT_TICK_INTERVAL", "EXIT_OK", "EXIT_SCHEMA", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_TIMEOUT", "MAX_BACKOFF",
     "OUTBOX_LEASE_ENV", "POLL_INTERVAL_ENV",
     "PUBLISH_DEADLINE", "STATEMENT_TIMEOUT", "TICK_INTERVAL_ENV", "Backoff", "Daemon", "DaemonConfig", "EventLog",
@@ -115,7 +121,7 @@ class Daemon:
         self._outbox = (OutboxDrain(self.publisher, config.batch_size, config.outbox_lease, self.log, self.totals,
                                     self._amqp_backoff)
                         if self.publisher is not None else None)
-        self._timer = Timer(config.tick_interval, self.log, self.totals)
+        self._timer = Timer(config.tick_interval, self.log, self.totals, engine_id=config.engine_id)
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -135,7 +141,7 @@ class Daemon:
         if self._stopping:
             self._shutdown()
             return EXIT_OK
-        self.log("started", pid=os.getpid(), dsn=db.mask_dsn(self.config.dsn),
+        self.log("started", pid=os.getpid(), engine_id=self.config.engine_id, dsn=db.mask_dsn(self.config.dsn),
                  amqp=mask_url(self.config.amqp_url) if self.config.amqp_url else "none",
                  schema=migrate.known_schema_version(), batch=self.config.batch_size,
                  tick_interval=self.config.tick_interval, poll_interval=self.config.poll_interval,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -15,6 +16,7 @@ TICK_INTERVAL_ENV = "FLOWFORGE_TICK_INTERVAL"
 BATCH_SIZE_ENV = "FLOWFORGE_BATCH_SIZE"
 POLL_INTERVAL_ENV = "FLOWFORGE_POLL_INTERVAL"
 OUTBOX_LEASE_ENV = "FLOWFORGE_OUTBOX_LEASE"
+ENGINE_ID_ENV = "FLOWFORGE_ENGINE_ID"
 
 DEFAULT_TICK_INTERVAL = 1.0
 DEFAULT_BATCH_SIZE = 100
@@ -25,6 +27,11 @@ DEFAULT_POLL_INTERVAL = 5.0
 DEFAULT_OUTBOX_LEASE = 60.0
 
 
+def default_engine_id() -> str:
+    """This daemon's instance id as ``tick(engine_id)`` records it: ``<host>:<pid>``."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 @dataclass(frozen=True)
 class DaemonConfig:
     dsn: str
@@ -33,11 +40,18 @@ class DaemonConfig:
     batch_size: int = DEFAULT_BATCH_SIZE
     poll_interval: float = DEFAULT_POLL_INTERVAL
     outbox_lease: float = DEFAULT_OUTBOX_LEASE
+    # The daemon's instance id: tick(engine_id) shares the organizations' duties among live daemons
+    # by per-organization leases held under it (docs/engines.md, "Engine liveness").
+    engine_id: str = ""
+
+    def __post_init__(self):
+        if not self.engine_id:
+            object.__setattr__(self, "engine_id", default_engine_id())
 
 
 def resolve_config(dsn: str, amqp_url: str | None, *, tick_interval: float | None = None,
                    batch_size: int | None = None, poll_interval: float | None = None,
-                   environ: Mapping[str, str] | None = None) -> DaemonConfig:
+                   engine_id: str | None = None, environ: Mapping[str, str] | None = None) -> DaemonConfig:
     """Flags (non-None arguments) over environment over defaults; FF003 when a value is out of range.
 
     No ``amqp_url`` is a pull-only deployment: the daemon still runs ``tick()``
@@ -49,6 +63,7 @@ def resolve_config(dsn: str, amqp_url: str | None, *, tick_interval: float | Non
     batch = _setting(batch_size, env, BATCH_SIZE_ENV, int, DEFAULT_BATCH_SIZE)
     poll = _setting(poll_interval, env, POLL_INTERVAL_ENV, float, DEFAULT_POLL_INTERVAL)
     lease = _setting(None, env, OUTBOX_LEASE_ENV, float, DEFAULT_OUTBOX_LEASE)
+    engine = (engine_id or env.get(ENGINE_ID_ENV) or "").strip() or default_engine_id()
     if not 0.05 <= tick <= 3600:
         raise errors.InvalidArgument(f"tick interval must be between 0.05 and 3600 seconds, got {tick}")
     if not 1 <= batch <= 10000:
@@ -57,10 +72,12 @@ def resolve_config(dsn: str, amqp_url: str | None, *, tick_interval: float | Non
         raise errors.InvalidArgument(f"poll interval must be between 0.1 and 3600 seconds, got {poll}")
     if not 3 <= lease <= 3600:
         raise errors.InvalidArgument(f"{OUTBOX_LEASE_ENV} must be between 3 and 3600 seconds, got {lease}")
+    if len(engine) > 200:
+        raise errors.InvalidArgument(f"engine id must be at most 200 characters, got {len(engine)}")
     db.parse_dsn(dsn)
     pooler.configured()  # FF003 for an unknown FLOWFORGE_POOLER, before anything connects
     return DaemonConfig(dsn=dsn, amqp_url=amqp_url, tick_interval=tick, batch_size=batch, poll_interval=poll,
-                        outbox_lease=lease)
+                        outbox_lease=lease, engine_id=engine)
 
 
 def _setting(flag, env: Mapping[str, str], name: str, kind: Callable, default):

@@ -1,4 +1,4 @@
-"""The worker SDK: run Python functions as FlowForge tasks.
+"""The worker SDK: run Python functions as FlowForge tasks — DAG tasks and work items from one registry.
 
 ```python
 import flowforge
@@ -14,14 +14,27 @@ worker.run()          # until SIGTERM / SIGINT or worker.stop()
 
 A worker only moves data between PostgreSQL and your functions; every rule
 (who may take a task, retries, backoff, what becomes ready next) is in the
-SQL API it calls: ``claim``, ``heartbeat``, ``complete`` (``complete_many``), ``fail``.
+SQL API it calls: ``claim``, ``heartbeat``, ``complete`` (``complete_many``),
+``fail`` for a DAG task; ``claim_work``, ``heartbeat_work``, ``complete_work``,
+``fail_work`` for a work item — a graph node's visit, a machine's action, a
+fan-out child.  One ``@worker.task(name)`` registry serves both: a handler
+receives a task's input or an item's payload as ``input`` and never needs to
+know which engine called it (docs/worker.md).
+
+Agents
+    ``Worker(agent="gpu-1", labels={...})`` registers the process
+    (``register_agent``), heartbeats psutil metrics (``agent_heartbeat``),
+    stops claiming while the database says it is draining, and is marked
+    inactive at shutdown (``agent``, ``metrics``).
 
 Pull queues
     A dedicated connection LISTENs on ``flowforge_ready`` and wakes the claim
     loop (a fallback poll every ``poll_interval`` seconds covers retries whose
     backoff just ended and notifications lost while reconnecting).  The loop
-    claims up to its free capacity in one ``claim`` call, naming the task keys
-    it has handlers for: another service's tasks stay ready for it.
+    claims up to its free capacity, from the task queue and the work-item
+    queue in turn, naming the task names it has handlers for: another
+    service's units stay pending for it.  Work items are never pushed, so
+    they are claimed from every queue the worker serves.
 Push queues
     With an AMQP URL, a queue configured with an exchange
     (``flowforge queue configure NAME --exchange X``) is consumed from
@@ -68,6 +81,8 @@ The parts, each in its own module (imports point down: ``worker`` composes
 the others, ``jobs`` and ``connection`` need none of them):
 
 * ``worker``      ``Worker``: configuration, lifecycle, signals, the drain;
+* ``agent``       registration, agent heartbeats, draining, deregistration;
+* ``metrics``     what an agent heartbeat reports (psutil);
 * ``registry``    task key → handler;
 * ``context``     ``Context`` and ``PermanentError``, what a handler sees;
 * ``pool``        the handler threads (and the asyncio loop);
@@ -78,7 +93,7 @@ the others, ``jobs`` and ``connection`` need none of them):
 * ``results``     writing complete / fail, or dropping the result;
 * ``completer``   batched completion through ``complete_many``;
 * ``decode``      inputs Python cannot decode: one task's failure, not the worker's;
-* ``jobs``        ``Job``, ``InFlight``, ``Stats``;
+* ``jobs``        ``Job`` and its ``Unit`` (task or work item: which SQL each write calls), ``InFlight``, ``Stats``;
 * ``connection``  ``SharedConnection``: one connection for several threads, reconnecting.
 """
 

@@ -1,5 +1,8 @@
 """Batched completion: the results of pull tasks written together by ``flowforge.complete_many``.
 
+Task runs only: ``complete_many`` takes task run ids, so a work item's result
+is written by ``complete_work`` at once (``results``).
+
 A pool thread hands a finished task over and goes on with the next one; a
 single thread writes what accumulated every ``interval`` seconds (or as soon
 as ``max_batch`` are waiting) in one transaction.  A crash loses at most the
@@ -71,27 +74,26 @@ class Completer:
 
     def _write(self, batch: list) -> None:
         jobs = [job for job, _ in batch]
-        ids, tokens = [job.task_run_id for job in jobs], [job.fencing_token for job in jobs]
+        ids, tokens = [job.id for job in jobs], [job.fencing_token for job in jobs]
         outputs = [output for _, output in batch]
         deadline = time.monotonic() + self._lease
         try:
             rows = self._conn.call(lambda api: api.complete_many(ids, tokens, outputs),
                                    give_up=lambda: time.monotonic() > deadline)
         except Exception as exc:  # noqa: BLE001 - the completer thread must outlive anything
-            for _ in jobs:
-                self._stats.add("dropped")
+            for job in jobs:
+                self._stats.add("dropped", job)
             log.error("complete of %d task(s) not written: %s; their leases will expire", len(jobs),
                       exc if isinstance(exc, errors.FlowForgeError) else repr(exc))
             return
         outcomes = {row.task_run_id: row.outcome for row in rows}
         for job, output in batch:
-            outcome = outcomes.get(job.task_run_id)
+            outcome = outcomes.get(job.id)
             if outcome == "completed":
-                self._stats.add("completed")
+                self._stats.add("completed", job)
             elif outcome == "too_large":
                 self._too_large(job, output)  # still running and ours: fail it for good, saying why
             else:
                 job.lease_lost.set()
-                self._stats.add("dropped")
-                log.warning("complete of task %s (%s) refused (%s), result dropped", job.task_key, job.task_run_id,
-                            outcome)
+                self._stats.add("dropped", job)
+                log.warning("complete of %s refused (%s), result dropped", job.describe(), outcome)

@@ -1,4 +1,7 @@
-"""Lease heartbeats: every held task is heartbeaten every ``lease / 3`` seconds.
+"""Lease heartbeats: every held task or work item is heartbeaten every ``lease / 3`` seconds.
+
+A task's lease is extended with ``heartbeat``, a work item's with
+``heartbeat_work`` (``Job.unit`` decides); the rest is the same.
 
 When a heartbeat is refused the task is no longer ours: its ``lease_lost``
 event is set, the handler can see it (``ctx.lease_lost``), and whatever it
@@ -37,24 +40,23 @@ class Heartbeats:
                 try:
                     self.beat(job)
                 except errors.FlowForgeError as exc:
-                    log.warning("heartbeat of task %s (%s) failed: %s", job.task_key, job.task_run_id, exc)
+                    log.warning("heartbeat of %s failed: %s", job.describe(), exc)
                 except Exception:  # noqa: BLE001 - the heartbeat thread must outlive anything, or every lease lapses
-                    log.exception("heartbeat of task %s (%s) failed", job.task_key, job.task_run_id)
+                    log.exception("heartbeat of %s failed", job.describe())
 
     def beat(self, job: Job, *, raise_if_lost: bool = False) -> datetime | None:
         """Extend ``job``'s lease now; None (or LeaseLost with ``raise_if_lost``) when it is not ours."""
         if job.lease_lost.is_set() or self._abandon.is_set():
             if raise_if_lost:
-                raise errors.LeaseLost(f"task {job.task_key} ({job.task_run_id}) is no longer held by this worker")
+                raise errors.LeaseLost(f"{job.describe()} is no longer held by this worker")
             return None
         beat_started = time.monotonic()
         lease = timedelta(seconds=self._lease)
         try:
-            expires = self._ops.call(lambda api: api.heartbeat(job.task_run_id, job.fencing_token, lease),
-                                     give_up=lambda: True)
+            expires = self._ops.call(lambda api: job.unit.heartbeat(api, job, lease), give_up=lambda: True)
         except NOT_OURS as exc:
             job.lease_lost.set()
-            log.warning("lease on task %s (%s) lost: %s", job.task_key, job.task_run_id, exc)
+            log.warning("lease on %s lost: %s", job.describe(), exc)
             if raise_if_lost:
                 raise errors.LeaseLost(str(exc), sqlstate=exc.sqlstate) from None
             return None

@@ -62,7 +62,7 @@ class HandlerPool:
             try:
                 self._execute(job)
             except Exception:  # noqa: BLE001 - a worker bug must not kill the pool thread
-                log.exception("internal error running task %s (%s)", job.task_key, job.task_run_id)
+                log.exception("internal error running %s", job.describe())
             finally:
                 self._in_flight.remove(job)
                 self._wake.set()
@@ -97,9 +97,8 @@ class HandlerPool:
             else:
                 outcome = ("complete", result, text)
         if job.lease_lost.is_set() or self._abandon.is_set():
-            log.warning("task %s (%s) no longer ours (lease lost or abandoned): result dropped",
-                        job.task_key, job.task_run_id)
-            self._stats.add("dropped")
+            log.warning("%s no longer ours (lease lost or abandoned): result dropped", job.describe())
+            self._stats.add("dropped", job)
             return
         if outcome[0] == "complete":
             self._results.complete(job, outcome[1], outcome[2])

@@ -1,17 +1,25 @@
-"""Pull queues: a LISTEN thread that wakes the claim loop, and the claim loop itself.
+"""Pull: a LISTEN thread that wakes the claim loop, and the claim loop over both queues.
 
-A dedicated connection LISTENs on ``flowforge_ready`` and wakes the claim
-loop; a fallback poll every ``poll_interval`` seconds covers retries whose
-backoff just ended and notifications lost while reconnecting.  The loop
-claims up to its free capacity in one ``claim`` call, and again at once when
-it got all it asked for.
+A dedicated connection LISTENs on ``flowforge_ready`` (notified when a task
+becomes ready *and* when a work item is enqueued) and wakes the claim loop; a
+fallback poll every ``poll_interval`` seconds covers retries whose backoff
+just ended and notifications lost while reconnecting.
 
-A claim names the task keys this worker has handlers for (``task_names``):
-a task another service handles stays ready for that service, and a worker
-with no handlers claims nothing.
+The loop serves two queues with one capacity: DAG tasks (``claim``, from the
+pull queues) and work items — graph nodes, machine actions, fan-out children
+(``claim_work``, from every queue the worker serves: work items are never
+pushed, so a push queue's work items are claimed here too).  Each round asks
+one queue for up to its free capacity and the other for what is left,
+alternating which goes first, so neither starves the other; it goes again at
+once when it got all it asked for.
+
+Every claim names the task keys this worker has handlers for (``task_names``):
+a unit another service handles stays pending for that service, and a worker
+with no handlers claims nothing.  A registered agent that is draining claims
+nothing at all (``agent.may_claim``); the database would give it nothing.
 
 Nothing a claim raises ends the loop: an input Python cannot decode arrives
-as ``Undecodable`` in its own row (``decode``) and that task is failed for
+as ``Undecodable`` in its own row (``decode``) and that unit is failed for
 good; any other exception is logged and backed off from (bounded), and the
 loop goes on.
 """
@@ -30,19 +38,22 @@ from ..client import Client
 from ..db import listen as listen_probe, pooler
 from .connection import SharedConnection, reconnect_delay
 from .decode import tolerate_undecodable_jsonb
-from .jobs import InFlight, Job
+from .jobs import TASK, WORK_ITEM, InFlight, Job, Unit
 
 log = logging.getLogger("flowforge.worker")
 
-MAX_TASK_NAMES = 1000  # what one claim accepts (flowforge.claim's task_names)
+MAX_TASK_NAMES = 1000  # what one claim accepts (task_names of flowforge.claim and claim_work)
 
 
 class PullQueues:
     def __init__(self, dsn: str, queues: list[str], worker_name: str, *, lease: float, concurrency: int,
                  poll_interval: float, in_flight: InFlight, submit: Callable[[Job], None],
-                 stop: threading.Event, wake: threading.Event, task_names: Callable[[], Sequence[str]]):
+                 stop: threading.Event, wake: threading.Event, task_names: Callable[[], Sequence[str]],
+                 item_queues: list[str] | None = None, may_claim: Callable[[], bool] = lambda: True):
         self._dsn = dsn
-        self._queues = queues
+        self._queues = queues                      # DAG tasks: the pull queues
+        self._item_queues = item_queues if item_queues is not None else queues  # work items: every queue served
+        self._may_claim = may_claim                # False while the agent is draining
         self._task_names = task_names  # the handlers registered now
         self._worker_name = worker_name
         self._lease = lease
@@ -112,22 +123,28 @@ class PullQueues:
         """Claim while there is capacity, until stop (or the database is away while stopping)."""
         claims = self._claims
         lease = timedelta(seconds=self._lease)
+        sources = [unit for unit, queues in ((TASK, self._queues), (WORK_ITEM, self._item_queues)) if queues]
         try:
             warned = False
             failures = 0
+            rounds = 0
             while not self._stop.is_set():
                 self._wake.clear()
                 free = self._concurrency - self._in_flight.count
                 names = sorted(self._task_names())
                 if not names and not warned:
                     log.warning("worker %s has no task handlers: it claims nothing from %s", self._worker_name,
-                                self._queues)
+                                sorted(set(self._queues) | set(self._item_queues)))
                     warned = True
-                if free > 0 and names:
+                if free > 0 and names and self._may_claim():
+                    rounds += 1
+                    order = sources if rounds % 2 else sources[::-1]  # alternate who asks first
+                    taken = 0
                     try:
-                        rows = claims.call(lambda api: api.claim(self._queues, self._worker_name, lease, free,
-                                                                 task_names=names),
-                                           give_up=self._stop.is_set)
+                        for unit in order:
+                            if free - taken <= 0:
+                                break
+                            taken += self._claim(claims, unit, lease, free - taken, names)
                     except errors.DatabaseUnavailable:
                         break  # stopping while the database is away
                     except errors.FlowForgeError as exc:
@@ -141,10 +158,23 @@ class PullQueues:
                         self._stop.wait(delay)
                         continue
                     failures = 0
-                    for row in rows:
-                        self._submit(Job.claimed(row))
-                    if len(rows) == free:
+                    if taken == free:
                         continue  # took all we could: there may be more, and capacity to check
                 self._wake.wait(self._poll_interval)
         finally:
             claims.close()
+
+    def _claim(self, claims: SharedConnection, unit: Unit, lease: timedelta, batch: int, names: list[str]) -> int:
+        """One claim of ``unit``'s queue for up to ``batch``; each unit taken is submitted. Returns how many."""
+        if unit is TASK:
+            rows = claims.call(lambda api: api.claim(self._queues, self._worker_name, lease, batch, task_names=names),
+                               give_up=self._stop.is_set)
+            jobs = [Job.claimed(row) for row in rows]
+        else:
+            rows = claims.call(lambda api: api.claim_work(self._item_queues, self._worker_name, lease, batch,
+                                                          task_names=names),
+                               give_up=self._stop.is_set)
+            jobs = [Job.claimed_item(row) for row in rows]
+        for job in jobs:
+            self._submit(job)
+        return len(jobs)

@@ -131,7 +131,7 @@ class PushConsumer:
                 channel.basic_nack(method.delivery_tag, requeue=False)
                 log.error("push message for task %s (%s) rejected%s: it is for database %r, this worker serves %r "
                           "(two databases share an AMQP queue: check the queue's routing key)",
-                          job.task_key, job.task_run_id, DEAD_LETTERED, database, self._database)
+                          job.task_key, job.id, DEAD_LETTERED, database, self._database)
                 return
             job.deliveries.append((connection, channel, method.delivery_tag))
             self._submit(job)
@@ -147,17 +147,17 @@ class PushConsumer:
             return False
         try:
             lease = timedelta(seconds=self._lease)
-            self._ops.call(lambda api: api.heartbeat(job.task_run_id, job.fencing_token, lease),
+            self._ops.call(lambda api: job.unit.heartbeat(api, job, lease),
                            give_up=lambda: self._stop.is_set())
         except errors.NotFound as exc:
             job.deliveries, rejected = [], job.deliveries
             self._nack(rejected, requeue=False)
             log.error("push message for task %s (%s) rejected%s: this database has no such task (%s: %s)",
-                      job.task_key, job.task_run_id, DEAD_LETTERED, exc.sqlstate, exc)
+                      job.task_key, job.id, DEAD_LETTERED, exc.sqlstate, exc)
             return False
         except NOT_OURS as exc:
             log.info("stale or redelivered message for task %s (%s), dropped: %s",
-                     job.task_key, job.task_run_id, exc)
+                     job.task_key, job.id, exc)
             return False
         except errors.DatabaseUnavailable:
             job.deliveries, requeue = [], job.deliveries

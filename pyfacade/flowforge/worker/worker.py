@@ -1,12 +1,14 @@
 """``Worker``: the SDK's one class — configuration, lifecycle and signals; the parts do the work.
 
 ``run()`` (or ``start()``) resolves the database, splits the queues into pull
-and push (``queues.plan``), and composes the parts: a ``HandlerPool`` of
-``concurrency`` threads, ``Heartbeats``, ``Results`` (with the batch
-``Completer`` for pull tasks), ``PullQueues`` (LISTEN + claim loop, on this
-thread) and ``PushConsumer``.  ``stop()`` ends claiming and consuming; the
-drain then waits up to ``grace_period`` for in-flight handlers and abandons
-the rest.
+and push (``queues.plan``), registers the agent when asked (``agent``), and
+composes the parts: a ``HandlerPool`` of ``concurrency`` threads,
+``Heartbeats``, ``Results`` (with the batch ``Completer`` for pull tasks),
+``PullQueues`` (LISTEN + the claim loop over DAG tasks and work items, on
+this thread), ``PushConsumer`` and the ``Agent`` heartbeat thread.
+``stop()`` ends claiming and consuming; the drain then waits up to
+``grace_period`` for in-flight handlers and abandons the rest; a registered
+agent then sends its last heartbeat and is marked inactive.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from psycopg.conninfo import make_conninfo
 
 from .. import config, db, errors
 from ..catalog import Catalog
+from .agent import Agent, agent_info as build_agent_info
 from .connection import SharedConnection
 from .context import Handler
 from .heartbeats import Heartbeats
@@ -39,7 +42,13 @@ log = logging.getLogger("flowforge.worker")
 
 
 class Worker:
-    """Runs registered handlers for the tasks of some queues.
+    """Runs registered handlers for the units of work of some queues: DAG tasks and work items alike.
+
+    One ``@worker.task(name)`` registry serves both queues: a DAG task of
+    that key (``claim``) and a work item of that task name (``claim_work``) —
+    a graph node's visit, a machine's action, a fan-out child.  A handler
+    receives ``(ctx, input)`` either way (docs/worker.md says what ``input``
+    holds for each).
 
     ``queues``: pull queues to claim from (a queue configured as push is
     consumed from RabbitMQ instead when an AMQP URL is known).
@@ -51,15 +60,26 @@ class Worker:
     ``flowforge.complete_many`` at most this many seconds after the handler
     returned (default 2 ms); 0 writes each with ``flowforge.complete`` at once.
 
-    ``stats`` counts how tasks ended (``completed``, ``failed``, ``dropped``);
-    ``in_flight`` is the number of tasks taken and not yet finished.
+    ``agent``: register the process as the agent of that name (its claim
+    name too): it heartbeats metrics every ``heartbeat_interval`` seconds,
+    obeys draining and is marked inactive at shutdown; ``register=True`` does
+    the same under ``name``.  ``labels`` (a dict) is what nodes'
+    ``worker_params`` selectors are matched against; ``agent_info`` may set
+    ``http_address``, ``grpc_address``, ``infra_address``, ``version``,
+    ``binary_path`` and ``type`` (remote | local).
+
+    ``stats`` counts how units ended (``completed``, ``failed``, ``dropped``);
+    ``in_flight`` is the number of units taken and not yet finished;
+    ``agent_status`` what the database last said of the agent (None when not
+    registered).
     """
 
     def __init__(self, queues: list[str] | tuple[str, ...] = ("default",), concurrency: int = 4, *,
                  dsn: str | None = None, name: str | None = None, lease: float = 30.0,
                  poll_interval: float = 1.0, grace_period: float = 30.0,
                  push_queues: list[str] | tuple[str, ...] = (), amqp_url: str | None = None,
-                 complete_batch_interval: float = 0.002):
+                 complete_batch_interval: float = 0.002, agent: str | None = None, register: bool = False,
+                 labels: dict | None = None, agent_info: dict | None = None, heartbeat_interval: float = 10.0):
         if isinstance(queues, str) or isinstance(push_queues, str):
             raise TypeError("queues and push_queues are lists of queue names, not a string")
         if not queues and not push_queues:
@@ -72,12 +92,25 @@ class Worker:
             raise ValueError("poll_interval must be positive and grace_period not negative")
         if not 0 <= complete_batch_interval <= 1:
             raise ValueError("complete_batch_interval must be between 0 and 1 second")
+        if agent is not None and (not isinstance(agent, str) or not 1 <= len(agent) <= 200):
+            raise ValueError("agent is a name of 1 to 200 characters")
+        if agent is not None and name is not None and name != agent:
+            raise ValueError("an agent claims under its own name: pass agent= or name=, not two different names")
+        if not 1 <= heartbeat_interval <= 3600:
+            raise ValueError("heartbeat_interval must be between 1 second and 1 hour")
+        if (labels or agent_info) and agent is None and not register:
+            raise ValueError("labels and agent_info are an agent's: pass agent=NAME (or register=True)")
+        build_agent_info(labels=labels, info=agent_info, heartbeat_interval=heartbeat_interval)  # errors now, not at run
         self.queues = list(queues)
         self.push_queues = list(push_queues)
         self.concurrency = concurrency
         self.dsn = dsn
         self.amqp_url = amqp_url
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.name = agent or name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.register_agent = register or agent is not None  # read by run(): `flowforge worker --agent` sets it
+        self.labels = labels
+        self.agent_info = agent_info
+        self.heartbeat_interval = float(heartbeat_interval)
         self.lease = float(lease)
         self.poll_interval = float(poll_interval)
         self.grace_period = float(grace_period)
@@ -94,6 +127,7 @@ class Worker:
         self._wake = threading.Event()      # something to claim, or capacity freed
         self._thread: threading.Thread | None = None
         self._heartbeats: Heartbeats | None = None  # built by run(), with the lease then in force
+        self._agent: Agent | None = None            # built by run() when registering
 
     # --- registration ---------------------------------------------------------------
 
@@ -136,6 +170,16 @@ class Worker:
     def in_flight(self) -> int:
         return self._in_flight.count
 
+    @property
+    def agent_status(self) -> str | None:
+        """active, draining or inactive as the database last said; None when the worker is not an agent."""
+        return self._agent.status if self._agent is not None else None
+
+    @property
+    def agent_metrics(self) -> dict | None:
+        """The metrics of the agent's latest heartbeat (None before the first, or when not an agent)."""
+        return self._agent.last_metrics if self._agent is not None else None
+
     def _install_signal_handlers(self) -> dict:
         if threading.current_thread() is not threading.main_thread():
             return {}
@@ -155,7 +199,7 @@ class Worker:
         return previous
 
     def _run(self) -> None:
-        ops = results = pool = None
+        ops = results = pool = agent = None
         try:
             # Every session is named after the worker, as the daemon names its own.
             dsn = make_conninfo(db.resolve_dsn(config.resolve(self.dsn)),
@@ -166,9 +210,24 @@ class Worker:
             # The first connection waits for the database like every later one (until stop).
             settings = ops.call(lambda api: api.queue_settings(names), give_up=self._stop.is_set)
             pull, push = plan(self.queues, self.push_queues, settings, amqp_url)
-            if pull and len(self.handlers) > MAX_TASK_NAMES:
-                raise errors.InvalidArgument(f"a pull worker can claim for at most {MAX_TASK_NAMES} task keys, "
-                                             f"this one has {len(self.handlers)} handlers")
+            # Work items are never pushed: they are claimed from every queue the worker serves.
+            item_queues = names
+            if len(self.handlers) > MAX_TASK_NAMES:
+                if pull:
+                    raise errors.InvalidArgument(f"a pull worker can claim for at most {MAX_TASK_NAMES} task keys, "
+                                                 f"this one has {len(self.handlers)} handlers")
+                log.warning("worker %s has %d handlers, more than one claim names (%d): it claims no work items",
+                            self.name, len(self.handlers), MAX_TASK_NAMES)
+                item_queues = []
+            if self.register_agent:
+                info = build_agent_info(labels=self.labels, info=self.agent_info,
+                                        heartbeat_interval=self.heartbeat_interval)
+                agent = Agent(ops, self.name, info,
+                              interval=self.heartbeat_interval, in_flight=self._in_flight, stats=self._stats,
+                              concurrency=self.concurrency, wake=self._wake, stop=self._stop)
+                agent.register(give_up=self._stop.is_set)  # before the first claim: labels and status count
+                self._agent = agent
+                threading.Thread(target=agent.loop, name="flowforge-agent", daemon=True).start()
             self._heartbeats = Heartbeats(ops, self._in_flight, self.lease, self._abandon)
             results = Results(ops, self._stats, self.lease, self._abandon, dsn=dsn if pull else None,
                               batch_interval=self.complete_batch_interval)
@@ -176,15 +235,16 @@ class Worker:
                                wake=self._wake, abandon=self._abandon)
             pool.start(self.concurrency)
             threading.Thread(target=self._heartbeat_thread, name="flowforge-heartbeat", daemon=True).start()
-            pulling = self._pull_queues(dsn, pull, pool.submit) if pull else None
+            pulling = (self._pull_queues(dsn, pull, pool.submit, item_queues, agent)
+                       if pull or item_queues else None)
             if pulling is not None:
                 threading.Thread(target=pulling.listen, name="flowforge-listen", daemon=True).start()
             if push:
                 database = ops.call(lambda api: Catalog(api.conn).current_database(), give_up=self._stop.is_set)
                 consumer = self._push_consumer(amqp_url, push, database, ops, pool.submit)
                 threading.Thread(target=consumer.run, name="flowforge-push", daemon=True).start()
-            log.info("worker %s: pull %s, push %s, concurrency %d", self.name, pull, [b.queue for b in push],
-                     self.concurrency)
+            log.info("worker %s: pull %s, push %s, work items from %s, concurrency %d%s", self.name, pull,
+                     [b.queue for b in push], item_queues, self.concurrency, ", agent" if agent else "")
             if pulling is not None:
                 pulling.claim_loop()
             else:
@@ -199,16 +259,20 @@ class Worker:
             self._abandon.set()
             if results is not None:
                 results.close()  # batched results already in hand are still written
+            if self._agent is not None:
+                self._agent.finish()  # the last heartbeat says what it holds now; then inactive
             if ops is not None:
                 ops.close()
             if pool is not None:
                 pool.close()
             self._done.set()
 
-    def _pull_queues(self, dsn: str, queues: list[str], submit) -> PullQueues:
+    def _pull_queues(self, dsn: str, queues: list[str], submit, item_queues: list[str],
+                     agent: Agent | None) -> PullQueues:
         return PullQueues(dsn, queues, self.name, lease=self.lease, concurrency=self.concurrency,
                           poll_interval=self.poll_interval, in_flight=self._in_flight, submit=submit,
-                          stop=self._stop, wake=self._wake, task_names=lambda: list(self.handlers))
+                          stop=self._stop, wake=self._wake, task_names=lambda: list(self.handlers),
+                          item_queues=item_queues, may_claim=agent.may_claim if agent is not None else lambda: True)
 
     def _push_consumer(self, amqp_url: str, bindings: list[PushBinding], database: str, ops: SharedConnection,
                        submit) -> PushConsumer:
