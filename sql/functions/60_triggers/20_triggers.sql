@@ -86,11 +86,18 @@ BEGIN
                 PERFORM flowforge._invalid_trigger('a cron trigger needs options.cron, such as "*/5 * * * *" or "@daily"');
             END IF;
             PERFORM flowforge._cron_parse(v_options ->> 'cron');  -- FF002 naming the field and token
+            -- Checked here, not by _spec_integer: a trigger's refusal names the trigger.
+            IF v_options ? 'max_catchup' AND (jsonb_typeof(v_options -> 'max_catchup') <> 'number'
+                                               OR (v_options ->> 'max_catchup')::numeric NOT BETWEEN 1 AND 1000
+                                               OR (v_options ->> 'max_catchup')::numeric <> trunc((v_options ->> 'max_catchup')::numeric)) THEN
+                PERFORM flowforge._invalid_trigger(format('max_catchup must be an integer from 1 to 1000, got %s',
+                                                          v_options -> 'max_catchup'));
+            END IF;
             v_out := v_out || jsonb_build_object(
                 'cron', v_options ->> 'cron',
                 'timezone', flowforge._check_timezone(coalesce(v_options ->> 'timezone', 'UTC')),
                 'catchup', coalesce(v_options ->> 'catchup', 'latest'),
-                'max_catchup', flowforge._spec_integer(coalesce(v_options -> 'max_catchup', '100'), 'max_catchup', 1, 1000),
+                'max_catchup', coalesce((v_options ->> 'max_catchup')::numeric::integer, 100),
                 'on_gap', coalesce(v_options ->> 'on_gap', 'shift'),
                 'on_repeat', coalesce(v_options ->> 'on_repeat', 'first'));
             IF v_out ->> 'catchup' NOT IN ('latest', 'all', 'none') THEN
