@@ -111,10 +111,12 @@ BEGIN
                                                           v_options -> 'on_repeat'));
             END IF;
         WHEN 'webhook' THEN
+            -- The key is the secret's UTF-8 bytes, and trigger_secret_length bounds those.
             IF jsonb_typeof(v_options -> 'secret') IS DISTINCT FROM 'string' OR length(v_options ->> 'secret') < 16
-               OR length(v_options ->> 'secret') > 1024 THEN
+               OR octet_length(convert_to(v_options ->> 'secret', 'UTF8')) > 1024 THEN
                 PERFORM flowforge._invalid_trigger(
-                    'a webhook trigger needs options.secret, 16 to 1024 characters: the key its senders sign bodies with');
+                    'a webhook trigger needs options.secret, 16 to 1024 characters (at most 1024 bytes as UTF-8): the key '
+                    'its senders sign bodies with');
             END IF;
         WHEN 'filesystem' THEN
             IF jsonb_typeof(v_options -> 'path') IS DISTINCT FROM 'string' OR (v_options ->> 'path') !~ '^/' THEN
@@ -214,7 +216,8 @@ COMMENT ON FUNCTION flowforge.create_trigger(text, text, text, text, jsonb) IS
   'a workflow of any kind) or signal (target = the event sent to a machine run, named by options.run_id_path into '
   'the payload or options.run_id). Options: input (merged into the run input), event_id_path; cron: cron, timezone '
   '(IANA, default UTC), catchup latest | all | none, max_catchup (1..1000, default 100), on_gap shift | skip, '
-  'on_repeat first | last | both; webhook: secret (16-1024 characters, stored apart, never returned); filesystem: '
+  'on_repeat first | last | both; webhook: secret (16-1024 characters, at most 1024 bytes as UTF-8, stored apart, '
+  'never returned); filesystem: '
   'path, pattern; gitpoll: repo, branch. A cron trigger''s first slot is the first after now. Errors: FF002 invalid '
   'name, type, action, target or options (a cron expression naming its field, an unknown zone); FF001 the workflow '
   'to start does not exist; FF003 a live trigger of that name exists; FF007/FF008 as for every API call.';
