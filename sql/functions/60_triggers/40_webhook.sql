@@ -51,7 +51,7 @@ BEGIN
             coalesce(v_payload, jsonb_build_object('body_bytes', octet_length(receive_webhook.body))), NULL, NULL, NULL,
             NULL, 'refused',
             'the signature does not match the body (X-FlowForge-Signature)'
-            || coalesce(format('; claimed delivery id %s', quote_literal(left(receive_webhook.delivery_id, 200))), ''),
+            || coalesce('; claimed delivery id ' || quote_literal(left(receive_webhook.delivery_id, 200)), ''),
             v_now, NULL, v_now);
         RETURN c_unauthorized;
     END IF;
