@@ -234,9 +234,10 @@ SELECT is(pg_temp.fire('dag run', 'fr-pay', jsonb_build_object('order', jsonb_bu
           format('event "paid" refused: run %s is a dag run, and only statemachine runs take events (FF012)', pg_temp.run('D')),
           'refused: a signal to a run that is no state machine (FF012)');
 SELECT results_eq(
-    $$SELECT f.outcome::text, f.action::text, f.event::text, f.run_id, f.definition_id FROM flowforge.trigger_firing f
-      WHERE f.id IN (SELECT (answer ->> 'firing_id')::uuid FROM fired WHERE label IN ('no run', 'bad run', 'unknown run', 'guard', 'ended', 'dag run'))
-      ORDER BY f.recorded_at, f.id$$,
+    $$SELECT f.outcome::text, f.action::text, f.event::text, f.run_id, f.definition_id
+      FROM fired x JOIN flowforge.trigger_firing f ON f.id = (x.answer ->> 'firing_id')::uuid
+      WHERE x.label IN ('no run', 'bad run', 'unknown run', 'guard', 'ended', 'dag run')
+      ORDER BY x.n$$,
     $$VALUES ('refused', 'signal', 'paid', NULL::uuid, NULL::uuid), ('refused', 'signal', 'paid', NULL, NULL),
              ('refused', 'signal', 'paid', NULL, NULL), ('refused', 'signal', 'paid', NULL, NULL),
              ('refused', 'signal', 'cancel', NULL, NULL), ('refused', 'signal', 'paid', NULL, NULL)$$,

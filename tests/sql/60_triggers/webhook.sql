@@ -130,7 +130,7 @@ SELECT results_eq(
              f.fired_on, f.recorded_at
       FROM flowforge.trigger_firing f
       WHERE f.trigger_name = 'wh-start' AND f.error LIKE 'the signature%' AND f.payload IN ('{"evil": true}', '{"n": 3}')
-      ORDER BY f.recorded_at, f.id$$,
+      ORDER BY f.payload::text$$,
     $$SELECT 'refused', (SELECT id FROM flowforge.scheduled_trigger WHERE name = 'wh-start'), 'webhook', NULL::text, NULL::uuid, NULL::text,
              '{"evil": true}'::jsonb,
              'the signature does not match the body (X-FlowForge-Signature); claimed delivery id ''d-7''',
@@ -268,7 +268,8 @@ SELECT is(pg_temp.hook('other, our key', 'wh-other', 'wh-start', pg_temp.b('{}')
           'our key does not open the other organization''s webhook of the same name');
 SELECT results_eq(
     $$SELECT o.slug::text, f.outcome::text FROM flowforge.trigger_firing f JOIN flowforge.organization o ON o.id = f.organization_id
-      ORDER BY f.recorded_at DESC, f.id DESC LIMIT 1$$,
+      WHERE f.trigger_id = (SELECT t.id FROM flowforge.scheduled_trigger t JOIN flowforge.organization x ON x.id = t.organization_id
+                            WHERE x.slug = 'wh-other' AND t.name = 'wh-start')$$,
     $$VALUES ('wh-other', 'refused')$$, 'the refusal is recorded in that organization, against its trigger');
 SELECT is(pg_temp.hook('other, its key', 'wh-other', 'wh-start', pg_temp.b('{}'), flowforge_test.signature('other-secret-abcdef', pg_temp.b('{}')), 'o-1')
           -> 'firing' ->> 'outcome', 'started', 'its own key does');
