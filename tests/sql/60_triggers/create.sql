@@ -8,7 +8,7 @@
 BEGIN;
 SET LOCAL client_min_messages = warning;
 SET LOCAL TimeZone = 'UTC';
-SELECT plan(141);
+SELECT plan(143);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:02:00+00');
 
 SELECT isnt(flowforge_test.define_single('cr_job'), NULL, 'fixture: workflow cr_job (a DAG)');
@@ -338,6 +338,10 @@ SELECT lives_ok($$SELECT flowforge.set_trigger_enabled(enabled => true, name => 
 SELECT lives_ok($$SELECT flowforge.drop_trigger(name => 'cr-named')$$, 'drop_trigger with a named argument');
 SELECT is((SELECT count(*)::int FROM flowforge.list_triggers() WHERE name LIKE 'cr-named%'), 2,
           'list_triggers() takes no argument: the two named triggers still live');
+SELECT is(flowforge.cron_next(expr => '30 2 * * *', after => '2024-03-09 12:00+00', timezone => 'America/New_York'),
+          '2024-03-10 07:00+00'::timestamptz, 'cron_next with named arguments (02:30 on the day of the gap: 03:00 EDT)');
+SELECT is(flowforge.cron_next(after => '2024-03-09 12:00+00', expr => '@daily'), '2024-03-10 00:00+00'::timestamptz,
+          'cron_next with named arguments in any order, timezone defaulted to UTC');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -10,7 +10,7 @@
 BEGIN;
 SET LOCAL client_min_messages = error;
 SET LOCAL TimeZone = 'UTC';
-SELECT plan(127);
+SELECT plan(128);
 SELECT flowforge_test.freeze_clock('2030-06-01 00:00:00+00');
 SELECT isnt(flowforge_test.define_single('ct_job'), NULL, 'fixture: ct_job');
 
@@ -226,6 +226,7 @@ SELECT is((SELECT string_agg(key, ',') FROM jsonb_object_keys(flowforge.tick('ct
           'daemon 1''s next tick keeps its share (one of two organizations) and does its duties: ct-other''s');
 SELECT is(pg_temp.slots_of('ct-theirs') || '|' || pg_temp.slots_of('ct-ours'), '01-04 00:10|', 'so ct-other''s slot fired, ours not yet');
 SELECT is((flowforge.tick('ct-daemon-2') -> 'cron_fired'), '1'::jsonb, 'daemon 2 takes the organization given back and fires our slot');
+SELECT is((flowforge.tick(engine_id => 'ct-daemon-2') -> 'cron_fired'), '0'::jsonb, 'tick(engine_id =>): named, and nothing due again');
 SELECT results_eq(
     $$SELECT f.trigger_name::text, o.slug::text, e.organization_id = f.organization_id
       FROM flowforge.trigger_firing f JOIN flowforge.organization o ON o.id = f.organization_id

@@ -6,7 +6,7 @@
 BEGIN;
 SET LOCAL client_min_messages = warning;
 SET LOCAL TimeZone = 'UTC';
-SELECT plan(44);
+SELECT plan(45);
 SELECT flowforge_test.freeze_clock('2030-03-01 12:00:00+00');
 
 SELECT isnt(flowforge_test.define_single('lf_job'), NULL, 'fixture: lf_job');
@@ -65,6 +65,8 @@ SELECT is((SELECT array_agg(payload) FROM flowforge.list_firings('lf-old')), ARR
 SELECT is((SELECT array_agg(error) FROM flowforge.list_firings('lf-nobody')), ARRAY['no trigger named ''lf-nobody'''],
           'so are the firings of a name no trigger had');
 SELECT is((SELECT count(*)::int FROM flowforge.list_firings('lf-never')), 0, 'a name that never fired: none');
+SELECT is((SELECT array_agg(delivery_id) FROM flowforge.list_firings(max_rows => 2, trigger_name => 'lf-hook', outcome => 'started')),
+          ARRAY['h-3', 'h-2'], 'list_firings with named arguments, in any order');
 SELECT is((SELECT array_agg(delivery_id) FROM flowforge.list_firings(max_rows => 2)), ARRAY['h-3', 'h-2'], 'max_rows: the newest n');
 SELECT is((SELECT array_agg(delivery_id) FROM flowforge.list_firings('lf-hook', NULL, 1)), ARRAY['h-3'], 'max_rows with a trigger');
 INSERT INTO f SELECT 'bulk-' || g, flowforge.fire_trigger('lf-hook', '{}', '2030-02-01 00:00+00'::timestamptz + g * interval '1 minute')
