@@ -239,82 +239,85 @@ SELECT is(flowforge_test.as_login('ff_t16_ct_other', $$SELECT to_jsonb(flowforge
           'ct-theirs dropped');
 
 -- ================================================================== DST
--- Each window is ticked every 10 minutes; expected slots are UTC.
+-- Each window starts before the day ahead of a transition, so the duty itself computes the next slot across
+-- it (with the trigger's on_gap / on_repeat); ticks every 30 minutes (15 for Lord Howe); expected slots are UTC.
 -- America/New_York, spring: 2024-03-10 07:00 UTC, 02:00 EST -> 03:00 EDT (02:00-02:59 do not exist).
-SELECT flowforge_test.set_clock('2024-03-09 18:00+00');
+SELECT flowforge_test.set_clock('2024-03-09 06:00+00');
 SELECT isnt(pg_temp.cron('ny-spring', '30 2 * * *', '{"timezone": "America/New_York"}'), NULL, 'ny-spring: 02:30 New York');
 SELECT isnt(pg_temp.cron('ny-spring-skip', '30 2 * * *', '{"timezone": "America/New_York", "on_gap": "skip"}'), NULL, 'ny-spring-skip');
 SELECT isnt(pg_temp.cron('ny-spring-two', '0,30 2 * * *', '{"timezone": "America/New_York"}'), NULL, 'ny-spring-two: 02:00 and 02:30');
 SELECT isnt(pg_temp.cron('ny-spring-star', '30 * * * *', '{"timezone": "America/New_York"}'), NULL, 'ny-spring-star: half past every hour');
-SELECT is(pg_temp.tick_through('2024-03-09 18:10+00', '2024-03-11 12:00+00', '10 minutes') > 0, true, 'ticked through the New York gap');
-SELECT is(pg_temp.slots_of('ny-spring'), '03-10 07:00 03-11 06:30',
+SELECT is(pg_temp.tick_through('2024-03-09 06:30+00', '2024-03-11 12:00+00', '30 minutes') > 0, true, 'ticked through the New York gap');
+SELECT is(pg_temp.slots_of('ny-spring'), '03-09 07:30 03-10 07:00 03-11 06:30',
           'a slot in the skipped hour fires once, at the first instant after the gap (03:00 EDT), then 02:30 EDT');
-SELECT is(pg_temp.slots_of('ny-spring-skip'), '03-11 06:30', 'on_gap skip: not at all that day');
-SELECT is(pg_temp.slots_of('ny-spring-two'), '03-10 07:00 03-11 06:00 03-11 06:30', 'two slots in one gap are one firing');
+SELECT is(pg_temp.slots_of('ny-spring-skip'), '03-09 07:30 03-11 06:30', 'on_gap skip: not at all that day');
+SELECT is(pg_temp.slots_of('ny-spring-two'), '03-09 07:00 03-09 07:30 03-10 07:00 03-11 06:00 03-11 06:30',
+          'two slots in one gap are one firing');
 SELECT is((SELECT count(*)::int || ' ' || min(to_char(fired_on AT TIME ZONE 'UTC', 'MM-DD HH24:MI')) || ' ' ||
                   string_agg(to_char(fired_on AT TIME ZONE 'America/New_York', 'HH24'), ',' ORDER BY fired_on) FILTER (WHERE fired_on BETWEEN '2024-03-10 04:00+00' AND '2024-03-10 09:00+00')
            FROM flowforge.trigger_firing WHERE trigger_name = 'ny-spring-star'),
-          '42 03-09 18:30 23,00,01,03,04',
-          'an hour field of *: every real half past (42 in 42 hours), none for the missing 02:30');
+          '54 03-09 06:30 23,00,01,03,04',
+          'an hour field of *: every real half past (54 in 53 hours), none for the missing 02:30');
 -- America/New_York, fall: 2024-11-03 06:00 UTC, 02:00 EDT -> 01:00 EST (01:00-01:59 twice).
-SELECT flowforge_test.set_clock('2024-11-02 18:00+00');
+SELECT flowforge_test.set_clock('2024-11-02 05:00+00');
 SELECT isnt(pg_temp.cron('ny-fall', '30 1 * * *', '{"timezone": "America/New_York"}'), NULL, 'ny-fall: 01:30 New York');
 SELECT isnt(pg_temp.cron('ny-fall-last', '30 1 * * *', '{"timezone": "America/New_York", "on_repeat": "last"}'), NULL, 'ny-fall-last');
 SELECT isnt(pg_temp.cron('ny-fall-both', '30 1 * * *', '{"timezone": "America/New_York", "on_repeat": "both"}'), NULL, 'ny-fall-both');
 SELECT isnt(pg_temp.cron('ny-fall-star', '30 * * * *', '{"timezone": "America/New_York"}'), NULL, 'ny-fall-star');
-SELECT is(pg_temp.tick_through('2024-11-02 18:10+00', '2024-11-04 12:00+00', '10 minutes') > 0, true, 'ticked through the New York repeat');
-SELECT is(pg_temp.slots_of('ny-fall'), '11-03 05:30 11-04 06:30', 'a slot in the repeated hour fires once, at its first pass (EDT)');
-SELECT is(pg_temp.slots_of('ny-fall-last'), '11-03 06:30 11-04 06:30', 'on_repeat last: once, at the second pass (EST)');
-SELECT is(pg_temp.slots_of('ny-fall-both'), '11-03 05:30 11-03 06:30 11-04 06:30', 'on_repeat both: at both passes');
+SELECT is(pg_temp.tick_through('2024-11-02 05:30+00', '2024-11-04 12:00+00', '30 minutes') > 0, true, 'ticked through the New York repeat');
+SELECT is(pg_temp.slots_of('ny-fall'), '11-02 05:30 11-03 05:30 11-04 06:30', 'a slot in the repeated hour fires once, at its first pass (EDT)');
+SELECT is(pg_temp.slots_of('ny-fall-last'), '11-02 05:30 11-03 06:30 11-04 06:30', 'on_repeat last: once, at the second pass (EST)');
+SELECT is(pg_temp.slots_of('ny-fall-both'), '11-02 05:30 11-03 05:30 11-03 06:30 11-04 06:30', 'on_repeat both: at both passes');
 SELECT is((SELECT count(*)::int || ' ' || string_agg(to_char(fired_on AT TIME ZONE 'America/New_York', 'HH24'), ',' ORDER BY fired_on)
                   FILTER (WHERE fired_on BETWEEN '2024-11-03 03:00+00' AND '2024-11-03 08:00+00')
            FROM flowforge.trigger_firing WHERE trigger_name = 'ny-fall-star'),
-          '42 23,00,01,01,02', 'an hour field of *: 01:30 twice (every real instant: 42 in 42 hours)');
+          '55 23,00,01,01,02', 'an hour field of *: 01:30 twice (every real instant: 55 in 54 hours)');
 -- Europe/Berlin, spring: 2024-03-31 01:00 UTC, 02:00 CET -> 03:00 CEST.
-SELECT flowforge_test.set_clock('2024-03-30 18:00+00');
+SELECT flowforge_test.set_clock('2024-03-30 00:00+00');
 SELECT isnt(pg_temp.cron('be-spring', '30 2 * * *', '{"timezone": "Europe/Berlin"}'), NULL, 'be-spring: 02:30 Berlin');
 SELECT isnt(pg_temp.cron('be-spring-skip', '30 2 * * *', '{"timezone": "Europe/Berlin", "on_gap": "skip"}'), NULL, 'be-spring-skip');
 SELECT isnt(pg_temp.cron('be-spring-star', '30 * * * *', '{"timezone": "Europe/Berlin"}'), NULL, 'be-spring-star');
-SELECT is(pg_temp.tick_through('2024-03-30 18:10+00', '2024-04-01 06:00+00', '10 minutes') > 0, true, 'ticked through the Berlin gap');
-SELECT is(pg_temp.slots_of('be-spring'), '03-31 01:00 04-01 00:30', 'Berlin''s skipped 02:30 fires once at 03:00 CEST');
-SELECT is(pg_temp.slots_of('be-spring-skip'), '04-01 00:30', 'on_gap skip: not at all');
+SELECT is(pg_temp.tick_through('2024-03-30 00:30+00', '2024-04-01 06:00+00', '30 minutes') > 0, true, 'ticked through the Berlin gap');
+SELECT is(pg_temp.slots_of('be-spring'), '03-30 01:30 03-31 01:00 04-01 00:30', 'Berlin''s skipped 02:30 fires once at 03:00 CEST');
+SELECT is(pg_temp.slots_of('be-spring-skip'), '03-30 01:30 04-01 00:30', 'on_gap skip: not at all');
 SELECT is((SELECT count(*)::int || ' ' || string_agg(to_char(fired_on AT TIME ZONE 'Europe/Berlin', 'HH24'), ',' ORDER BY fired_on)
                   FILTER (WHERE fired_on BETWEEN '2024-03-30 23:00+00' AND '2024-03-31 03:00+00')
            FROM flowforge.trigger_firing WHERE trigger_name = 'be-spring-star'),
-          '36 00,01,03,04', 'an hour field of *: no 02:30 on the day of the gap (36 in 36 hours)');
+          '54 00,01,03,04', 'an hour field of *: no 02:30 on the day of the gap (54 in 54 hours)');
 -- Europe/Berlin, fall: 2024-10-27 01:00 UTC, 03:00 CEST -> 02:00 CET (02:00-02:59 twice).
-SELECT flowforge_test.set_clock('2024-10-26 18:00+00');
+SELECT flowforge_test.set_clock('2024-10-26 00:00+00');
 SELECT isnt(pg_temp.cron('be-fall', '30 2 * * *', '{"timezone": "Europe/Berlin"}'), NULL, 'be-fall: 02:30 Berlin');
 SELECT isnt(pg_temp.cron('be-fall-last', '30 2 * * *', '{"timezone": "Europe/Berlin", "on_repeat": "last"}'), NULL, 'be-fall-last');
 SELECT isnt(pg_temp.cron('be-fall-both', '30 2 * * *', '{"timezone": "Europe/Berlin", "on_repeat": "both"}'), NULL, 'be-fall-both');
 SELECT isnt(pg_temp.cron('be-fall-star', '30 * * * *', '{"timezone": "Europe/Berlin"}'), NULL, 'be-fall-star');
-SELECT is(pg_temp.tick_through('2024-10-26 18:10+00', '2024-10-28 06:00+00', '10 minutes') > 0, true, 'ticked through the Berlin repeat');
+SELECT is(pg_temp.tick_through('2024-10-26 00:30+00', '2024-10-28 06:00+00', '30 minutes') > 0, true, 'ticked through the Berlin repeat');
 SELECT is(pg_temp.slots_of('be-fall') || ' | ' || pg_temp.slots_of('be-fall-last') || ' | ' || pg_temp.slots_of('be-fall-both'),
-          '10-27 00:30 10-28 01:30 | 10-27 01:30 10-28 01:30 | 10-27 00:30 10-27 01:30 10-28 01:30',
+          '10-26 00:30 10-27 00:30 10-28 01:30 | 10-26 00:30 10-27 01:30 10-28 01:30 | 10-26 00:30 10-27 00:30 10-27 01:30 10-28 01:30',
           'Berlin''s repeated 02:30: first (CEST), last (CET), both');
 SELECT is((SELECT count(*)::int || ' ' || string_agg(to_char(fired_on AT TIME ZONE 'Europe/Berlin', 'HH24'), ',' ORDER BY fired_on)
                   FILTER (WHERE fired_on BETWEEN '2024-10-26 23:00+00' AND '2024-10-27 03:00+00')
            FROM flowforge.trigger_firing WHERE trigger_name = 'be-fall-star'),
-          '36 01,02,02,03', 'an hour field of *: 02:30 twice (36 in 36 hours)');
+          '54 01,02,02,03', 'an hour field of *: 02:30 twice (54 in 53 hours)');
 -- Australia/Lord_Howe: a 30-minute shift. Fall back 2024-04-07 02:00 +11 -> 01:30 +10:30 (15:00 UTC on the 6th);
 -- spring forward 2024-10-06 02:00 +10:30 -> 02:30 +11 (15:30 UTC on the 5th).
-SELECT flowforge_test.set_clock('2024-04-06 06:00+00');
+SELECT flowforge_test.set_clock('2024-04-05 14:00+00');
 SELECT isnt(pg_temp.cron('lh-fall', '45 1 * * *', '{"timezone": "Australia/Lord_Howe"}'), NULL, 'lh-fall: 01:45 Lord Howe');
 SELECT isnt(pg_temp.cron('lh-fall-both', '45 1 * * *', '{"timezone": "Australia/Lord_Howe", "on_repeat": "both"}'), NULL, 'lh-fall-both');
 SELECT isnt(pg_temp.cron('lh-fall-star', '*/15 * * * *', '{"timezone": "Australia/Lord_Howe"}'), NULL, 'lh-fall-star: every 15 minutes');
-SELECT is(pg_temp.tick_through('2024-04-06 06:15+00', '2024-04-07 18:00+00', '15 minutes') > 0, true, 'ticked through Lord Howe''s half-hour repeat');
+SELECT is(pg_temp.tick_through('2024-04-05 14:15+00', '2024-04-07 18:00+00', '15 minutes') > 0, true, 'ticked through Lord Howe''s half-hour repeat');
 SELECT is(pg_temp.slots_of('lh-fall') || ' | ' || pg_temp.slots_of('lh-fall-both'),
-          '04-06 14:45 04-07 15:15 | 04-06 14:45 04-06 15:15 04-07 15:15',
+          '04-05 14:45 04-06 14:45 04-07 15:15 | 04-05 14:45 04-06 14:45 04-06 15:15 04-07 15:15',
           '01:45 repeated half an hour later: once at +11 (first), or at both passes');
 SELECT is((SELECT string_agg(to_char(fired_on AT TIME ZONE 'UTC', 'HH24:MI') || '=' || to_char(fired_on AT TIME ZONE 'Australia/Lord_Howe', 'HH24:MI'), ' ' ORDER BY fired_on)
            FROM flowforge.trigger_firing WHERE trigger_name = 'lh-fall-star' AND fired_on BETWEEN '2024-04-06 14:15+00' AND '2024-04-06 15:30+00'),
           '14:15=01:15 14:30=01:30 14:45=01:45 15:00=01:30 15:15=01:45 15:30=02:00',
           'an hour field of *: every real quarter hour, 01:30 and 01:45 twice');
-SELECT flowforge_test.set_clock('2024-10-05 06:00+00');
+SELECT flowforge_test.set_clock('2024-10-04 15:00+00');
 SELECT isnt(pg_temp.cron('lh-spring', '15 2 * * *', '{"timezone": "Australia/Lord_Howe"}'), NULL, 'lh-spring: 02:15 Lord Howe');
 SELECT isnt(pg_temp.cron('lh-spring-skip', '15 2 * * *', '{"timezone": "Australia/Lord_Howe", "on_gap": "skip"}'), NULL, 'lh-spring-skip');
-SELECT is(pg_temp.tick_through('2024-10-05 06:10+00', '2024-10-06 18:00+00', '10 minutes') > 0, true, 'ticked through Lord Howe''s half-hour gap');
-SELECT is(pg_temp.slots_of('lh-spring') || ' | ' || pg_temp.slots_of('lh-spring-skip'), '10-05 15:30 10-06 15:15 | 10-06 15:15',
+SELECT is(pg_temp.tick_through('2024-10-04 15:15+00', '2024-10-06 18:00+00', '15 minutes') > 0, true, 'ticked through Lord Howe''s half-hour gap');
+SELECT is(pg_temp.slots_of('lh-spring') || ' | ' || pg_temp.slots_of('lh-spring-skip'),
+          '10-04 15:45 10-05 15:30 10-06 15:15 | 10-04 15:45 10-06 15:15',
           'the skipped 02:15 fires once at 02:30 +11 (the first instant after the gap), or not at all');
 SELECT is((SELECT count(*)::int FROM flowforge.trigger_firing WHERE trigger_type = 'cron' AND delivery_id IS NOT NULL)
           - (SELECT count(DISTINCT (trigger_id, delivery_id))::int FROM flowforge.trigger_firing WHERE trigger_type = 'cron'), 0,
