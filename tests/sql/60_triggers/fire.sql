@@ -18,7 +18,7 @@
 BEGIN;
 SET LOCAL client_min_messages = warning;
 SET LOCAL TimeZone = 'UTC';
-SELECT plan(131);
+SELECT plan(135);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00');
 
 -- What each fire_trigger call answered, in order (the one-row rule is checked against it).
@@ -206,6 +206,10 @@ SELECT is(pg_temp.fire('unknown again', 'fr-nope', '{"a": 1}', NULL, 'd-nope') -
           'the same delivery id to an unknown trigger again');
 SELECT isnt(pg_temp.answer('unknown again') ->> 'firing_id', pg_temp.answer('unknown') ->> 'firing_id',
             'is a second firing: no trigger, no delivery key');
+SELECT is(pg_temp.fire('no name', NULL) ->> 'error', 'no trigger named NULL', 'refused: no name at all');
+SELECT is(pg_temp.firing('no name') ->> 'trigger_name', '', 'recorded under the empty name');
+SELECT is(pg_temp.fire('long name', repeat('n', 100)) ->> 'outcome', 'refused', 'refused: a name longer than any trigger''s');
+SELECT is(pg_temp.firing('long name') ->> 'trigger_name', repeat('n', 63), 'recorded under its first 63 characters');
 SELECT is(pg_temp.fire('disabled', 'fr-off', '{"b": 2}') ->> 'outcome', 'refused', 'refused: a disabled trigger');
 SELECT results_eq(
     $$SELECT trigger_id, trigger_type::text, action::text, definition_id, run_id, error FROM flowforge.trigger_firing
@@ -320,7 +324,7 @@ SELECT is((SELECT count(*)::int FROM fired f JOIN flowforge.trigger_firing t ON 
           (SELECT count(*)::int FROM fired), 'and each answer is its row: the same firing id, outcome, run and error');
 SELECT results_eq(
     $$SELECT outcome::text, count(*)::int FROM flowforge.trigger_firing GROUP BY 1 ORDER BY 1$$,
-    $$VALUES ('failed', 3), ('refused', 13), ('signalled', 5), ('started', 7)$$,
+    $$VALUES ('failed', 3), ('refused', 15), ('signalled', 5), ('started', 7)$$,
     'every outcome was seen');
 SELECT is((SELECT count(*)::int FROM flowforge.engine_run WHERE trigger_firing_id IS NOT NULL),
           (SELECT count(*)::int FROM flowforge.trigger_firing WHERE outcome = 'started'),
