@@ -86,11 +86,18 @@ BEGIN
                 PERFORM flowforge._invalid_trigger('a cron trigger needs options.cron, such as "*/5 * * * *" or "@daily"');
             END IF;
             PERFORM flowforge._cron_parse(v_options ->> 'cron');  -- FF002 naming the field and token
+            -- Checked here, not by _spec_integer: a trigger's refusal names the trigger.
+            IF v_options ? 'max_catchup' AND (jsonb_typeof(v_options -> 'max_catchup') <> 'number'
+                                               OR (v_options ->> 'max_catchup')::numeric NOT BETWEEN 1 AND 1000
+                                               OR (v_options ->> 'max_catchup')::numeric <> trunc((v_options ->> 'max_catchup')::numeric)) THEN
+                PERFORM flowforge._invalid_trigger(format('max_catchup must be an integer from 1 to 1000, got %s',
+                                                          v_options -> 'max_catchup'));
+            END IF;
             v_out := v_out || jsonb_build_object(
                 'cron', v_options ->> 'cron',
                 'timezone', flowforge._check_timezone(coalesce(v_options ->> 'timezone', 'UTC')),
                 'catchup', coalesce(v_options ->> 'catchup', 'latest'),
-                'max_catchup', flowforge._spec_integer(coalesce(v_options -> 'max_catchup', '100'), 'max_catchup', 1, 1000),
+                'max_catchup', coalesce((v_options ->> 'max_catchup')::numeric::integer, 100),
                 'on_gap', coalesce(v_options ->> 'on_gap', 'shift'),
                 'on_repeat', coalesce(v_options ->> 'on_repeat', 'first'));
             IF v_out ->> 'catchup' NOT IN ('latest', 'all', 'none') THEN
@@ -104,10 +111,12 @@ BEGIN
                                                           v_options -> 'on_repeat'));
             END IF;
         WHEN 'webhook' THEN
+            -- The key is the secret's UTF-8 bytes, and trigger_secret_length bounds those.
             IF jsonb_typeof(v_options -> 'secret') IS DISTINCT FROM 'string' OR length(v_options ->> 'secret') < 16
-               OR length(v_options ->> 'secret') > 1024 THEN
+               OR octet_length(convert_to(v_options ->> 'secret', 'UTF8')) > 1024 THEN
                 PERFORM flowforge._invalid_trigger(
-                    'a webhook trigger needs options.secret, 16 to 1024 characters: the key its senders sign bodies with');
+                    'a webhook trigger needs options.secret, 16 to 1024 characters (at most 1024 bytes as UTF-8): the key '
+                    'its senders sign bodies with');
             END IF;
         WHEN 'filesystem' THEN
             IF jsonb_typeof(v_options -> 'path') IS DISTINCT FROM 'string' OR (v_options ->> 'path') !~ '^/' THEN
@@ -207,7 +216,8 @@ COMMENT ON FUNCTION flowforge.create_trigger(text, text, text, text, jsonb) IS
   'a workflow of any kind) or signal (target = the event sent to a machine run, named by options.run_id_path into '
   'the payload or options.run_id). Options: input (merged into the run input), event_id_path; cron: cron, timezone '
   '(IANA, default UTC), catchup latest | all | none, max_catchup (1..1000, default 100), on_gap shift | skip, '
-  'on_repeat first | last | both; webhook: secret (16-1024 characters, stored apart, never returned); filesystem: '
+  'on_repeat first | last | both; webhook: secret (16-1024 characters, at most 1024 bytes as UTF-8, stored apart, '
+  'never returned); filesystem: '
   'path, pattern; gitpoll: repo, branch. A cron trigger''s first slot is the first after now. Errors: FF002 invalid '
   'name, type, action, target or options (a cron expression naming its field, an unknown zone); FF001 the workflow '
   'to start does not exist; FF003 a live trigger of that name exists; FF007/FF008 as for every API call.';

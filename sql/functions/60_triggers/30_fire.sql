@@ -65,6 +65,34 @@ COMMENT ON FUNCTION flowforge._record_firing(uuid, uuid, uuid, text, text, jsonb
   'Internal: appends one trigger_firing row (the error cut to 2,000 characters, fired_on defaulting to now, ours in '
   'recorded_at, created_by the actor).';
 
+-- The firing a delivery of a trigger already made, as fire_trigger answers a
+-- replay; NULL when the delivery is new. Concurrent deliveries of one id queue
+-- on the lock it takes (until the transaction ends), so only one of them acts.
+CREATE OR REPLACE FUNCTION flowforge._delivered_firing(p_trigger_id uuid, p_delivery_id text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_existing record;
+BEGIN
+    IF p_trigger_id IS NULL OR p_delivery_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtextextended(p_trigger_id::text || '/' || p_delivery_id, 0));
+    SELECT f.id, f.outcome, f.run_id, f.error INTO v_existing
+    FROM flowforge.trigger_firing f
+    WHERE f.trigger_id = p_trigger_id AND f.delivery_id = p_delivery_id;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN jsonb_build_object('firing_id', v_existing.id, 'outcome', v_existing.outcome, 'run_id', v_existing.run_id,
+                              'error', v_existing.error, 'duplicate', true);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._delivered_firing(uuid, text) IS
+  'Internal: {firing_id, outcome, run_id, error, duplicate: true} of the firing trigger p_trigger_id already made for '
+  'delivery p_delivery_id (trigger_firing_delivery_uq), NULL when there is none (or either is NULL); takes the '
+  'transaction-level advisory lock that serialises deliveries of one id.';
+
 CREATE OR REPLACE FUNCTION flowforge._fire_trigger(p_org uuid, p_trigger_id uuid, p_trigger_name text, p_payload jsonb,
                                                    p_fired_on timestamptz, p_delivery_id text, p_now timestamptz)
 RETURNS jsonb
@@ -75,7 +103,7 @@ DECLARE
     v_fired_on constant timestamptz := coalesce(p_fired_on, p_now);
     v_firing_id constant uuid := flowforge.uuid7();
     v_trigger record;
-    v_existing record;
+    v_replay jsonb;
     v_outcome text;
     v_run_id uuid;
     v_error text;
@@ -89,16 +117,11 @@ BEGIN
     WHERE t.organization_id = p_org AND t.deleted_at IS NULL
       AND (t.id = p_trigger_id OR (p_trigger_id IS NULL AND t.name = p_trigger_name));
 
-    -- A redelivery returns the first firing and does nothing; concurrent
-    -- deliveries of one id queue on this lock, so only one acts.
-    IF p_delivery_id IS NOT NULL AND v_trigger.id IS NOT NULL THEN
-        PERFORM pg_advisory_xact_lock(hashtextextended(v_trigger.id::text || '/' || p_delivery_id, 0));
-        SELECT f.id, f.outcome, f.run_id, f.error INTO v_existing
-        FROM flowforge.trigger_firing f
-        WHERE f.trigger_id = v_trigger.id AND f.delivery_id = p_delivery_id;
-        IF FOUND THEN
-            RETURN jsonb_build_object('firing_id', v_existing.id, 'outcome', v_existing.outcome, 'run_id',
-                                      v_existing.run_id, 'error', v_existing.error, 'duplicate', true);
+    -- A redelivery returns the first firing and does nothing.
+    IF v_trigger.id IS NOT NULL THEN
+        v_replay := flowforge._delivered_firing(v_trigger.id, p_delivery_id);
+        IF v_replay IS NOT NULL THEN
+            RETURN v_replay;
         END IF;
     END IF;
 

@@ -17,6 +17,9 @@ DECLARE
     c_unauthorized constant jsonb := '{"status": 401, "error": "unknown trigger or bad signature"}';
     v_now constant timestamptz := flowforge.now();
     v_limit constant integer := (SELECT s.max_payload_bytes FROM flowforge.setting s);
+    -- An empty header is no delivery id (the receiver passes none for it); a
+    -- longer one is cut to the 200 characters a delivery id may have.
+    v_delivery_id constant text := left(nullif(receive_webhook.delivery_id, ''), 200);
     v_org uuid;
     v_trigger record;
     v_mac bytea;
@@ -51,19 +54,26 @@ BEGIN
             coalesce(v_payload, jsonb_build_object('body_bytes', octet_length(receive_webhook.body))), NULL, NULL, NULL,
             NULL, 'refused',
             'the signature does not match the body (X-FlowForge-Signature)'
-            || coalesce(format('; claimed delivery id %s', quote_literal(left(receive_webhook.delivery_id, 200))), ''),
+            || coalesce('; claimed delivery id ' || quote_literal(v_delivery_id), ''),
             v_now, NULL, v_now);
         RETURN c_unauthorized;
     END IF;
     IF v_payload IS NULL THEN
+        -- A delivery already recorded is answered as every replay is, whatever
+        -- its body: one firing per delivery (a second row would break
+        -- trigger_firing_delivery_uq).
+        v_firing := flowforge._delivered_firing(v_trigger.id, v_delivery_id);
+        IF v_firing IS NOT NULL THEN
+            RETURN jsonb_build_object('status', 202, 'firing', v_firing);
+        END IF;
         PERFORM flowforge._record_firing(flowforge.uuid7(), v_org, v_trigger.id, v_trigger.name, 'webhook',
             jsonb_build_object('body_bytes', octet_length(receive_webhook.body)), NULL, NULL, NULL, NULL, 'refused',
-            'the body is not JSON', v_now, left(receive_webhook.delivery_id, 200), v_now);
+            'the body is not JSON', v_now, v_delivery_id, v_now);
         RETURN jsonb_build_object('status', 400, 'error', 'the body is not JSON');
     END IF;
     PERFORM flowforge._check_size(v_payload, 'webhook body');
     v_firing := flowforge._fire_trigger(v_org, v_trigger.id, v_trigger.name, v_payload, v_now,
-                                        left(receive_webhook.delivery_id, 200), v_now);
+                                        v_delivery_id, v_now);
     RETURN jsonb_build_object('status', 202, 'firing', v_firing);
 END;
 $$;
@@ -75,7 +85,8 @@ COMMENT ON FUNCTION flowforge.receive_webhook(text, text, bytea, text, text) IS
   '(nothing recorded); 401 an unknown organization or trigger (nothing recorded) or a signature that does not match '
   '(a refused firing recorded) — the same answer for both; 400 a body that is not JSON (a refused firing); 202 '
   'fired, with fire_trigger''s answer under "firing" (its outcome may be refused or failed: the delivery was '
-  'recorded). The same delivery_id (X-FlowForge-Delivery) returns the first firing. Executable only by '
+  'recorded). The same delivery_id (X-FlowForge-Delivery) returns the first firing (202, duplicate: true), whatever '
+  'the body; an empty one is none, a longer one is cut to 200 characters. Executable only by '
   'flowforge_webhook. Errors: FF009 a JSON body nested deeper than max_json_depth; FF008 a gateway login without a '
   'valid token (the firing records its actor).';
 SELECT flowforge._rights('flowforge.receive_webhook(text,text,bytea,text,text)', 'flowforge_system', '{flowforge_webhook}');

@@ -1,10 +1,12 @@
 -- Append-only history (migration 0004): audit_log and task_run_event refuse
 -- UPDATE, DELETE and TRUNCATE with SQLSTATE FF011 for every role — the table
 -- owner and a superuser included — while INSERT keeps working. So does the
--- state-machine engine's history, machine_transition (migration 0017).
+-- state-machine engine's history, machine_transition (migration 0017), and
+-- the triggers' firing log, trigger_firing (0022; its refusals are exercised
+-- in tests/sql/60_triggers/fire.sql).
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(56);
+SELECT plan(59);
 
 -- This file runs as the superuser that ran the migrations; below, it also
 -- probes as whichever role owns the tables (the migrating role up to 0005,
@@ -16,6 +18,9 @@ SELECT is((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), true, 't
 SELECT triggers_are('flowforge', 'audit_log', ARRAY['audit_log_append_only', 'audit_log_no_truncate']);
 SELECT triggers_are('flowforge', 'task_run_event', ARRAY['task_run_event_append_only', 'task_run_event_no_truncate']);
 SELECT triggers_are('flowforge', 'machine_transition', ARRAY['machine_transition_append_only', 'machine_transition_no_truncate']);
+SELECT triggers_are('flowforge', 'trigger_firing', ARRAY['trigger_firing_append_only', 'trigger_firing_no_truncate']);
+SELECT trigger_is('flowforge', 'trigger_firing', 'trigger_firing_append_only', 'flowforge', 'refuse_history_change');
+SELECT trigger_is('flowforge', 'trigger_firing', 'trigger_firing_no_truncate', 'flowforge', 'refuse_history_change');
 SELECT trigger_is('flowforge', 'audit_log', 'audit_log_append_only', 'flowforge', 'refuse_history_change');
 SELECT trigger_is('flowforge', 'task_run_event', 'task_run_event_append_only', 'flowforge', 'refuse_history_change');
 SELECT trigger_is('flowforge', 'machine_transition', 'machine_transition_append_only', 'flowforge', 'refuse_history_change');
@@ -27,14 +32,16 @@ SELECT results_eq(
              (tgtype & 4) <> 0
       FROM pg_trigger
       WHERE tgrelid IN ('flowforge.audit_log'::regclass, 'flowforge.task_run_event'::regclass,
-                        'flowforge.machine_transition'::regclass) AND NOT tgisinternal
+                        'flowforge.machine_transition'::regclass, 'flowforge.trigger_firing'::regclass) AND NOT tgisinternal
       ORDER BY 1$$,
     $$VALUES ('audit_log_append_only',          true,  true, true,  true,  false, false),
              ('audit_log_no_truncate',          false, true, false, false, true,  false),
              ('machine_transition_append_only', true,  true, true,  true,  false, false),
              ('machine_transition_no_truncate', false, true, false, false, true,  false),
              ('task_run_event_append_only',     true,  true, true,  true,  false, false),
-             ('task_run_event_no_truncate',     false, true, false, false, true,  false)$$,
+             ('task_run_event_no_truncate',     false, true, false, false, true,  false),
+             ('trigger_firing_append_only',     true,  true, true,  true,  false, false),
+             ('trigger_firing_no_truncate',     false, true, false, false, true,  false)$$,
     'row triggers BEFORE UPDATE OR DELETE and statement triggers BEFORE TRUNCATE; none on INSERT'
 );
 -- tgenabled: O fires in origin and local mode only, A always (replica too).
@@ -44,8 +51,9 @@ SELECT results_eq(
       ORDER BY 1$$,
     $$VALUES ('audit_log_append_only', 'A'), ('audit_log_no_truncate', 'A'),
              ('machine_transition_append_only', 'A'), ('machine_transition_no_truncate', 'A'),
-             ('task_run_event_append_only', 'A'), ('task_run_event_no_truncate', 'A')$$,
-    'the append-only triggers are exactly these six, each ENABLE ALWAYS'
+             ('task_run_event_append_only', 'A'), ('task_run_event_no_truncate', 'A'),
+             ('trigger_firing_append_only', 'A'), ('trigger_firing_no_truncate', 'A')$$,
+    'the append-only triggers are exactly these eight, each ENABLE ALWAYS'
 );
 
 -- ---------------------------------------------------------------------------

@@ -9,13 +9,15 @@
 -- its queued events, seen ids and timers CASCADE with it, and its history
 -- (machine_transition, no FK) outlives it; fan-out's (0020): a checkpoint
 -- RESTRICTs its definition and node and CASCADEs with its run's directory
--- row, its pages and children CASCADE with it.
+-- row, its pages and children CASCADE with it; the triggers' (0022/0023): a
+-- webhook's secret CASCADEs with its trigger's row, and the firing log (no
+-- FK) outlives its trigger and the runs it started.
 --
 -- Valid rows are built through the API (define_workflow, start_run, claim,
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(489);
+SELECT plan(544);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -111,6 +113,9 @@ $$;
 --   FW  ct_fanout (a DAG task m mapping over $.run.n, max_concurrency 2);  FR run of FW over [1, 2, 3]:
 --       checkpoint FC (element 0's child FC0 completed, 1's FD1 dispatched, 2's FP2 pending)
 --   GFW ct_gfanout (a graph node mapping over $.state.n);  GFR run of GFW: checkpoint GFC under its held item GFP
+--   triggers (create_trigger, fire_trigger): TN nightly and TH hourly (cron, start ct_single), TW ct-hook (a webhook
+--   with its secret), TS ct-signal (a filesystem signal); firings FS (ct-hook started run FR1, delivery d-1) and
+--   FX (refused: no trigger named ct-none)
 -- ---------------------------------------------------------------------------
 INSERT INTO ctx VALUES ('W', flowforge_test.define_diamond('ct_diamond'));
 INSERT INTO ctx VALUES ('W2', flowforge_test.define_diamond('ct_diamond', '{"priority": 5}'));
@@ -132,9 +137,6 @@ INSERT INTO flowforge.membership (organization_id, member) VALUES
 INSERT INTO flowforge.api_key (organization_id, name, prefix, hashed_key) VALUES
     (flowforge.current_organization(), 'ci', 'ffk_a', sha256('secret-a'::bytea)),
     (flowforge.current_organization(), 'ops', 'ffk_b', sha256('secret-b'::bytea));
-INSERT INTO flowforge.scheduled_trigger (organization_id, workflow_name, name, cron, next_fire_at) VALUES
-    (flowforge.current_organization(), 'ct_single', 'nightly', '0 3 * * *', now() + interval '1 hour'),
-    (flowforge.current_organization(), 'ct_single', 'hourly', '0 * * * *', now() + interval '1 hour');
 INSERT INTO flowforge.queue (organization_id, name, exchange, routing_key) VALUES
     (flowforge.current_organization(), 'ct-push', 'flowforge.tasks', 'work'),
     (flowforge.current_organization(), 'ct-pull', NULL, NULL);
@@ -226,6 +228,25 @@ SELECT results_eq(
              ('GFC', 'graph', 2, 0, 2, 2, 100, false, '0:pending 1:pending')$$,
     'fixture: the API built a DAG fan-out with a completed, a dispatched and a pending child, and a graph fan-out'
 );
+
+-- Triggers (0022), built through the API.
+INSERT INTO ctx VALUES ('TN', flowforge.create_trigger('nightly', 'cron', 'start', 'ct_single', '{"cron": "0 3 * * *"}')),
+                       ('TH', flowforge.create_trigger('hourly', 'cron', 'start', 'ct_single', '{"cron": "0 * * * *"}')),
+                       ('TW', flowforge.create_trigger('ct-hook', 'webhook', 'start', 'ct_single', '{"secret": "ct-secret-0123456789"}')),
+                       ('TS', flowforge.create_trigger('ct-signal', 'filesystem', 'signal', 'go', '{"path": "/in", "run_id_path": "$.run"}'));
+INSERT INTO ctx SELECT 'FS', (a ->> 'firing_id')::uuid FROM (SELECT flowforge.fire_trigger('ct-hook', '{}', NULL, 'd-1') AS a) x;
+INSERT INTO ctx SELECT 'FR1', run_id FROM flowforge.trigger_firing WHERE id = pg_temp.id('FS');
+INSERT INTO ctx SELECT 'FX', (a ->> 'firing_id')::uuid FROM (SELECT flowforge.fire_trigger('ct-none', '{}') AS a) x;
+SELECT results_eq(
+    $$SELECT t.name::text, t.trigger_type::text, t.enabled, t.next_fire_at IS NOT NULL, (SELECT count(*) FROM flowforge.trigger_secret s WHERE s.trigger_id = t.id)
+      FROM flowforge.scheduled_trigger t ORDER BY 1$$,
+    $$VALUES ('ct-hook', 'webhook', true, false, 1::bigint), ('ct-signal', 'filesystem', true, false, 0), ('hourly', 'cron', true, true, 0),
+             ('nightly', 'cron', true, true, 0)$$,
+    'fixture: the API built two cron triggers with their next slots, a webhook with its secret and a signal trigger');
+SELECT results_eq(
+    $$SELECT f.outcome::text, f.trigger_id IS NOT NULL, f.run_id IS NOT NULL, f.delivery_id::text FROM flowforge.trigger_firing f ORDER BY 1 DESC$$,
+    $$VALUES ('started', true, true, 'd-1'), ('refused', false, false, NULL)$$,
+    'fixture: a started firing (its run FR1) and a refused one of no trigger');
 
 SELECT results_eq(
     $$SELECT 'GR1', g.status::text, flowforge_test.item_status(pg_temp.id('WC')) || '/' || flowforge_test.item_status(pg_temp.id('WP'))
@@ -397,16 +418,137 @@ SELECT is(pg_temp.accepted('task_dependency_pkey', $$UPDATE flowforge.task_depen
 -- ===========================================================================
 -- scheduled_trigger
 -- ===========================================================================
-SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET next_fire_at = NULL WHERE name = 'nightly'$$),
-          '23514 scheduled_trigger_enabled_has_next', 'scheduled_trigger_enabled_has_next: an enabled trigger tick() can never find');
-SELECT is(pg_temp.accepted('scheduled_trigger_enabled_has_next',
-          $$UPDATE flowforge.scheduled_trigger SET enabled = false, next_fire_at = NULL WHERE name = 'nightly'$$),
-          'accepted', 'scheduled_trigger_enabled_has_next: a disabled trigger without a next fire time is accepted');
-SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET name = 'nightly' WHERE name = 'hourly'$$),
-          '23505 uniq_scheduled_trigger_org_name', 'uniq_scheduled_trigger_org_name: one trigger per name per organization');
-SELECT is(pg_temp.accepted('uniq_scheduled_trigger_org_name',
-          $$UPDATE flowforge.scheduled_trigger SET name = 'nightly', organization_id = pg_temp.id('O') WHERE name = 'hourly'$$),
-          'accepted', 'uniq_scheduled_trigger_org_name: the same name in another organization is accepted');
+-- (0022/0023: the general trigger table; seed 000's enabled_has_next became live_cron_has_next, its name key
+-- scheduled_trigger_live_name_uq over live triggers only.)
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET next_fire_at = NULL WHERE id = pg_temp.id('TN')$$),
+          '23514 scheduled_trigger_live_cron_has_next', 'scheduled_trigger_live_cron_has_next: a live enabled cron trigger tick() can never find');
+SELECT is(pg_temp.accepted('scheduled_trigger_live_cron_has_next',
+          $$UPDATE flowforge.scheduled_trigger SET enabled = false, next_fire_at = NULL WHERE id = pg_temp.id('TN')$$),
+          'accepted', 'scheduled_trigger_live_cron_has_next: a disabled cron trigger without a next slot is accepted');
+SELECT is(pg_temp.accepted('scheduled_trigger_live_cron_has_next',
+          $$UPDATE flowforge.scheduled_trigger SET deleted_at = now(), deleted_by = 'test', next_fire_at = NULL WHERE id = pg_temp.id('TN')$$),
+          'accepted', 'scheduled_trigger_live_cron_has_next: a dropped cron trigger without a next slot is accepted');
+SELECT is(pg_temp.accepted('scheduled_trigger_live_cron_has_next',
+          $$UPDATE flowforge.scheduled_trigger SET enabled = true, next_fire_at = NULL WHERE id = pg_temp.id('TW')$$),
+          'accepted', 'scheduled_trigger_live_cron_has_next: an enabled webhook has no slot');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET trigger_type = 'poll' WHERE id = pg_temp.id('TW')$$),
+          '23514 scheduled_trigger_type_valid', 'scheduled_trigger_type_valid: a type nothing feeds is refused');
+SELECT is(pg_temp.accepted('scheduled_trigger_type_valid', $$UPDATE flowforge.scheduled_trigger SET trigger_type = 'gitpoll' WHERE id = pg_temp.id('TW')$$),
+          'accepted', 'scheduled_trigger_type_valid: gitpoll is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET action = 'stop' WHERE id = pg_temp.id('TW')$$),
+          '23514 scheduled_trigger_action_valid', 'scheduled_trigger_action_valid: an action nothing performs is refused');
+SELECT is(pg_temp.accepted('scheduled_trigger_action_valid', $$UPDATE flowforge.scheduled_trigger SET action = 'signal' WHERE id = pg_temp.id('TW')$$),
+          'accepted', 'scheduled_trigger_action_valid: signal is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET cron = NULL WHERE id = pg_temp.id('TH')$$),
+          '23514 scheduled_trigger_cron_iff_type', 'scheduled_trigger_cron_iff_type (=>): a cron trigger without a schedule');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET cron = '* * * * *' WHERE id = pg_temp.id('TW')$$),
+          '23514 scheduled_trigger_cron_iff_type', 'scheduled_trigger_cron_iff_type (<=): a webhook with a schedule');
+SELECT is(pg_temp.accepted('scheduled_trigger_cron_iff_type',
+          $$UPDATE flowforge.scheduled_trigger SET trigger_type = 'webhook', cron = NULL WHERE id = pg_temp.id('TH')$$),
+          'accepted', 'scheduled_trigger_cron_iff_type: a cron trigger made a webhook, its schedule gone, is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET options = '["cron"]' WHERE id = pg_temp.id('TH')$$),
+          '23514 scheduled_trigger_options_is_object', 'scheduled_trigger_options_is_object: options that are an array');
+SELECT is(pg_temp.accepted('scheduled_trigger_options_is_object', $$UPDATE flowforge.scheduled_trigger SET options = '{}' WHERE id = pg_temp.id('TH')$$),
+          'accepted', 'scheduled_trigger_options_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET input = '"x"' WHERE id = pg_temp.id('TH')$$),
+          '23514 scheduled_trigger_input_is_object', 'scheduled_trigger_input_is_object: an input that is no object (a run input must be one)');
+SELECT is(pg_temp.accepted('scheduled_trigger_input_is_object', $$UPDATE flowforge.scheduled_trigger SET input = '{"k": 1}' WHERE id = pg_temp.id('TH')$$),
+          'accepted', 'scheduled_trigger_input_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET name = '9lives' WHERE id = pg_temp.id('TH')$$),
+          '23514 scheduled_trigger_name_valid', 'scheduled_trigger_name_valid: a name starts with a letter');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET name = 'on push' WHERE id = pg_temp.id('TH')$$),
+          '23514 scheduled_trigger_name_valid', 'scheduled_trigger_name_valid: no spaces (a name is a URL segment of the webhook)');
+SELECT is(pg_temp.accepted('scheduled_trigger_name_valid', $$UPDATE flowforge.scheduled_trigger SET name = 'N' || repeat('a_.-9', 12) || 'zz' WHERE id = pg_temp.id('TH')$$),
+          'accepted', 'scheduled_trigger_name_valid: 63 letters, digits, _, . and - are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET deleted_at = now() WHERE id = pg_temp.id('TH')$$),
+          '23514 scheduled_trigger_deleted_pair', 'scheduled_trigger_deleted_pair: deleted_at without deleted_by');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET deleted_by = 'someone' WHERE id = pg_temp.id('TH')$$),
+          '23514 scheduled_trigger_deleted_pair', 'scheduled_trigger_deleted_pair: deleted_by without deleted_at');
+SELECT is(pg_temp.accepted('scheduled_trigger_deleted_pair', $$UPDATE flowforge.scheduled_trigger SET deleted_at = now(), deleted_by = 'someone' WHERE id = pg_temp.id('TH')$$),
+          'accepted', 'scheduled_trigger_deleted_pair: both are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.scheduled_trigger SET name = 'nightly' WHERE id = pg_temp.id('TH')$$),
+          '23505 scheduled_trigger_live_name_uq', 'scheduled_trigger_live_name_uq: two live triggers of one name in one organization');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.scheduled_trigger (organization_id, name, trigger_type, target, created_by)
+                            VALUES (flowforge.current_organization(), 'ct-hook', 'webhook', 'ct_single', 'test')$$),
+          '23505 scheduled_trigger_live_name_uq', 'scheduled_trigger_live_name_uq: a racing second create of one name loses');
+SELECT is(pg_temp.accepted('scheduled_trigger_live_name_uq',
+          $$UPDATE flowforge.scheduled_trigger SET name = 'nightly', organization_id = pg_temp.id('O') WHERE id = pg_temp.id('TH')$$),
+          'accepted', 'scheduled_trigger_live_name_uq: the same name in another organization is accepted');
+SELECT is(pg_temp.accepted('scheduled_trigger_live_name_uq',
+          $$UPDATE flowforge.scheduled_trigger SET name = 'nightly', deleted_at = now(), deleted_by = 'test' WHERE id = pg_temp.id('TH')$$),
+          'accepted', 'scheduled_trigger_live_name_uq: a dropped trigger of a live trigger''s name is accepted (the name is free again)');
+
+-- ===========================================================================
+-- 0022: trigger_secret  (TW's key)
+-- ===========================================================================
+SELECT is(pg_temp.refused($$UPDATE flowforge.trigger_secret SET secret = '\x0102030405060708090a0b0c0d0e0f' WHERE trigger_id = pg_temp.id('TW')$$),
+          '23514 trigger_secret_length', 'trigger_secret_length: a 15-byte key is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.trigger_secret SET secret = convert_to(repeat('k', 1025), 'UTF8') WHERE trigger_id = pg_temp.id('TW')$$),
+          '23514 trigger_secret_length', 'trigger_secret_length: a 1025-byte key is refused');
+SELECT is(pg_temp.accepted('trigger_secret_length', $$UPDATE flowforge.trigger_secret SET secret = convert_to(repeat('k', 16), 'UTF8') WHERE trigger_id = pg_temp.id('TW')$$),
+          'accepted', 'trigger_secret_length: 16 bytes are accepted');
+SELECT is(pg_temp.accepted('trigger_secret_length', $$UPDATE flowforge.trigger_secret SET secret = convert_to(repeat('k', 1024), 'UTF8') WHERE trigger_id = pg_temp.id('TW')$$),
+          'accepted', 'trigger_secret_length: 1024 bytes are accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.trigger_secret (trigger_id, organization_id, secret)
+                            VALUES (pg_temp.id('TW'), flowforge.current_organization(), convert_to(repeat('k', 32), 'UTF8'))$$),
+          '23505 trigger_secret_pkey', 'trigger_secret_pkey: two keys for one webhook (which one verifies?)');
+SELECT is(pg_temp.accepted('trigger_secret_pkey', $$INSERT INTO flowforge.trigger_secret (trigger_id, organization_id, secret)
+                            VALUES (pg_temp.id('TS'), flowforge.current_organization(), convert_to(repeat('k', 32), 'UTF8'))$$),
+          'accepted', 'trigger_secret_pkey: a key for another trigger is accepted');
+SELECT is(pg_temp.probe($$INSERT INTO flowforge.trigger_secret (trigger_id, organization_id, secret)
+                          VALUES (gen_random_uuid(), flowforge.current_organization(), convert_to(repeat('k', 32), 'UTF8'))$$),
+          '23503 trigger_secret_trigger_fkey', 'trigger_secret_trigger_fkey: a key of no trigger is refused');
+
+-- ===========================================================================
+-- 0022: trigger_firing  (append-only: each probe INSERTs a row beside FS and FX)
+-- ===========================================================================
+CREATE FUNCTION pg_temp.firing(p_outcome text, p_run uuid, p_error text, p_action text DEFAULT NULL,
+                               p_delivery text DEFAULT NULL, p_trigger uuid DEFAULT NULL) RETURNS text
+LANGUAGE sql AS $$
+    SELECT format('INSERT INTO flowforge.trigger_firing (organization_id, trigger_id, trigger_name, outcome, run_id, error, action,
+                                                         delivery_id, fired_on, recorded_at, created_by)
+                   VALUES (flowforge.current_organization(), %L, %L, %L, %L, %L, %L, %L, now(), now(), %L)',
+                  p_trigger, 'probe', p_outcome, p_run, p_error, p_action, p_delivery, 'test')
+$$;
+SELECT is(pg_temp.refused(pg_temp.firing('ok', NULL, NULL)), '23514 trigger_firing_outcome_valid',
+          'trigger_firing_outcome_valid: an outcome that is none of the four is refused');
+SELECT is(pg_temp.accepted('trigger_firing_outcome_valid', pg_temp.firing('failed', NULL, 'boom')), 'accepted',
+          'trigger_firing_outcome_valid: failed is accepted');
+SELECT is(pg_temp.refused(pg_temp.firing('started', NULL, NULL)), '23514 trigger_firing_run_iff_acted',
+          'trigger_firing_run_iff_acted (=>): a start without the run it started');
+SELECT is(pg_temp.refused(pg_temp.firing('signalled', NULL, NULL)), '23514 trigger_firing_run_iff_acted',
+          'trigger_firing_run_iff_acted (=>): a signal without the run it moved');
+SELECT is(pg_temp.refused(pg_temp.firing('refused', pg_temp.id('FR1'), 'no')), '23514 trigger_firing_run_iff_acted',
+          'trigger_firing_run_iff_acted (<=): a refusal claiming to have caused a run');
+SELECT is(pg_temp.accepted('trigger_firing_run_iff_acted', pg_temp.firing('signalled', pg_temp.id('FR1'), NULL, 'signal')), 'accepted',
+          'trigger_firing_run_iff_acted: a signal naming its run is accepted');
+SELECT is(pg_temp.refused(pg_temp.firing('refused', NULL, NULL)), '23514 trigger_firing_error_iff_not_acted',
+          'trigger_firing_error_iff_not_acted (<=): a refusal that does not say why');
+SELECT is(pg_temp.refused(pg_temp.firing('failed', NULL, NULL)), '23514 trigger_firing_error_iff_not_acted',
+          'trigger_firing_error_iff_not_acted (<=): a failure that does not say why');
+SELECT is(pg_temp.refused(pg_temp.firing('started', pg_temp.id('FR1'), 'but also this')), '23514 trigger_firing_error_iff_not_acted',
+          'trigger_firing_error_iff_not_acted (=>): a start with an error');
+SELECT is(pg_temp.accepted('trigger_firing_error_iff_not_acted', pg_temp.firing('refused', NULL, 'disabled')), 'accepted',
+          'trigger_firing_error_iff_not_acted: a refusal with its reason is accepted');
+SELECT is(pg_temp.refused(pg_temp.firing('started', pg_temp.id('FR1'), NULL, 'stop')), '23514 trigger_firing_action_valid',
+          'trigger_firing_action_valid: an action that is neither start nor signal');
+SELECT is(pg_temp.accepted('trigger_firing_action_valid', pg_temp.firing('started', pg_temp.id('FR1'), NULL, 'start')), 'accepted',
+          'trigger_firing_action_valid: start is accepted (and no action at all, above)');
+SELECT is(pg_temp.refused(pg_temp.firing('refused', NULL, 'x', NULL, '')), '23514 trigger_firing_delivery_id_valid',
+          'trigger_firing_delivery_id_valid: an empty delivery id is refused');
+SELECT is(pg_temp.accepted('trigger_firing_delivery_id_valid', pg_temp.firing('refused', NULL, 'x', NULL, 'd')), 'accepted',
+          'trigger_firing_delivery_id_valid: a one-character delivery id is accepted');
+SELECT is(pg_temp.refused(pg_temp.firing('refused', NULL, 'again', NULL, 'd-1', pg_temp.id('TW'))), '23505 trigger_firing_delivery_uq',
+          'trigger_firing_delivery_uq: a second firing of one delivery of one trigger (a redelivery, a cron slot twice)');
+SELECT is(pg_temp.accepted('trigger_firing_delivery_uq', pg_temp.firing('refused', NULL, 'other', NULL, 'd-1', pg_temp.id('TS'))), 'accepted',
+          'trigger_firing_delivery_uq: the same delivery id of another trigger is accepted');
+SELECT is(pg_temp.accepted('trigger_firing_delivery_uq', pg_temp.firing('refused', NULL, 'again', NULL, NULL, pg_temp.id('TW'))), 'accepted',
+          'trigger_firing_delivery_uq: another firing of the trigger without a delivery id is accepted');
+SELECT is(pg_temp.accepted('trigger_firing_delivery_uq',
+          $$INSERT INTO flowforge.trigger_firing (organization_id, trigger_name, outcome, error, delivery_id, fired_on, recorded_at, created_by)
+            SELECT flowforge.current_organization(), 'ct-none', 'refused', 'no trigger', 'd-2', now(), now(), 'test'
+            FROM generate_series(1, 2)$$), 'accepted',
+          'trigger_firing_delivery_uq: one delivery id twice for no trigger is accepted (a name that matched nothing has no key)');
 
 -- ===========================================================================
 -- workflow_run  (R running 4 tasks, S succeeded, T running)
@@ -1329,7 +1471,8 @@ SELECT set_eq(
                    ('server_secret_pkey'), ('setting_pkey'), ('graph_step_pkey'), ('graph_visit_pkey'),
                    ('graph_edge_pkey'), ('engine_one_serving_per_org'), ('machine_transition_pkey'),
                    ('machine_event_queue_pkey'), ('machine_event_seen_pkey'), ('checkpoint_page_pkey'),
-                   ('work_item_checkpoint_live_uq'), ('work_item_checkpoint_done_uq')$$,
+                   ('work_item_checkpoint_live_uq'), ('work_item_checkpoint_done_uq'), ('scheduled_trigger_live_name_uq'),
+                   ('trigger_secret_pkey'), ('trigger_firing_delivery_uq')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'refused'$$,
     'every CHECK and UNIQUE constraint was seen to refuse a plain write'
 );
@@ -1339,7 +1482,8 @@ SELECT set_eq(
                    ('server_secret_pkey'), ('setting_pkey'), ('graph_step_pkey'), ('graph_visit_pkey'),
                    ('graph_edge_pkey'), ('engine_one_serving_per_org'), ('machine_transition_pkey'),
                    ('machine_event_queue_pkey'), ('machine_event_seen_pkey'), ('checkpoint_page_pkey'),
-                   ('work_item_checkpoint_live_uq'), ('work_item_checkpoint_done_uq')$$,
+                   ('work_item_checkpoint_live_uq'), ('work_item_checkpoint_done_uq'), ('scheduled_trigger_live_name_uq'),
+                   ('trigger_secret_pkey'), ('trigger_firing_delivery_uq')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'accepted'$$,
     'every CHECK and UNIQUE constraint was seen to accept a valid write'
 );
@@ -1439,6 +1583,20 @@ SELECT is((SELECT count(*)::int FROM flowforge.checkpoint WHERE id = pg_temp.id(
           + (SELECT count(*)::int FROM flowforge.checkpoint_page WHERE checkpoint_id = pg_temp.id('FC'))
           + (SELECT count(*)::int FROM flowforge.work_item WHERE id IN (pg_temp.id('FC0'), pg_temp.id('FD1'), pg_temp.id('FP2'))), 0,
           'CASCADE: its checkpoint went with it, and with the checkpoint its pages and children');
+
+-- Triggers (0022): a webhook's secret goes with its trigger's row (a purge:
+-- drop_trigger only soft-deletes); the firing log (no FK) outlives its trigger
+-- and the run it started.
+SELECT ok((SELECT count(*) FROM flowforge.trigger_secret WHERE trigger_id = pg_temp.id('TW')) = 1
+          AND (SELECT count(*) FROM flowforge.trigger_firing WHERE trigger_id = pg_temp.id('TW')) > 0,
+          'ct-hook has its secret and firings before the purge');
+SELECT lives_ok($$DELETE FROM flowforge.scheduled_trigger WHERE id = pg_temp.id('TW')$$, 'a trigger with a secret and firings can be deleted');
+SELECT is((SELECT count(*)::int FROM flowforge.trigger_secret WHERE trigger_id = pg_temp.id('TW')), 0, 'CASCADE: its secret went with it');
+SELECT is((SELECT count(*)::int FROM flowforge.trigger_firing WHERE id = pg_temp.id('FS')), 1, 'its firing outlives it (trigger_firing has no FK)');
+SELECT lives_ok($$DELETE FROM flowforge.workflow_run WHERE id = pg_temp.id('FR1')$$, 'the run the firing started can be deleted');
+SELECT lives_ok($$DELETE FROM flowforge.engine_run WHERE run_id = pg_temp.id('FR1')$$, 'and its directory row');
+SELECT is((SELECT run_id FROM flowforge.trigger_firing WHERE id = pg_temp.id('FS')), pg_temp.id('FR1'),
+          'the firing still names the run it started');
 
 -- The state-machine engine (0017): a machine run keeps its definition and its
 -- organization; its queued events, seen ids and timers go with it; its

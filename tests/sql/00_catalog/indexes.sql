@@ -2,11 +2,11 @@
 -- (columns, order, direction, partial predicate), so do the extra indexes of
 -- the migrations (0015: the substrate and the graph engine; 0016: the DAG's
 -- claim indexes re-shaped for lower priority first; 0017: the state-machine
--- engine; 0020/0021: fan-out), and each table has exactly the indexes listed — an index
+-- engine; 0020/0021: fan-out; 0022/0023: triggers), and each table has exactly the indexes listed — an index
 -- nobody can name a query for should not exist (docs/data-model.md).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(150);
+SELECT plan(174);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -91,9 +91,6 @@ SELECT is(pg_temp.indexdef('task_dependency_pkey'),
 SELECT is(pg_temp.indexdef('idx_trigger_due'),
     'CREATE INDEX idx_trigger_due ON flowforge.scheduled_trigger USING btree (next_fire_at) WHERE enabled',
     'idx_trigger_due: (next_fire_at) partial on enabled — due triggers');
-SELECT is(pg_temp.indexdef('uniq_scheduled_trigger_org_name'),
-    'CREATE UNIQUE INDEX uniq_scheduled_trigger_org_name ON flowforge.scheduled_trigger USING btree (organization_id, name)',
-    'uniq_scheduled_trigger_org_name: (organization_id, name)');
 SELECT is(pg_temp.indexdef('idx_wfrun_org_recent'),
     'CREATE INDEX idx_wfrun_org_recent ON flowforge.workflow_run USING btree (organization_id, created_at DESC)',
     'idx_wfrun_org_recent: an organization''s newest runs (run list)');
@@ -254,6 +251,44 @@ SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.ind
           'the four indexes 0021 builds CONCURRENTLY are valid and ready');
 
 -- ---------------------------------------------------------------------------
+-- 0022/0023: triggers (seed 002's firing log; the name key over live triggers)
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('scheduled_trigger_live_name_uq'),
+    'CREATE UNIQUE INDEX scheduled_trigger_live_name_uq ON flowforge.scheduled_trigger USING btree (organization_id, name) WHERE (deleted_at IS NULL)',
+    'scheduled_trigger_live_name_uq: unique (organization_id, name) partial on live triggers — a trigger by name (every call '
+    'naming one); a dropped trigger frees its name (0023, replacing seed 000''s uniq_scheduled_trigger_org_name)');
+SELECT is(pg_temp.indexdef('trigger_secret_pkey'),
+    'CREATE UNIQUE INDEX trigger_secret_pkey ON flowforge.trigger_secret USING btree (trigger_id)',
+    'trigger_secret_pkey: (trigger_id) — a webhook''s key, by its trigger (receive_webhook)');
+SELECT is(pg_temp.indexdef('trigger_firing_pkey'),
+    'CREATE UNIQUE INDEX trigger_firing_pkey ON flowforge.trigger_firing USING btree (id)',
+    'trigger_firing_pkey: (id) — the firing a run names (trigger_firing_id)');
+SELECT is(pg_temp.indexdef('trigger_firing_tenant_fired'),
+    'CREATE INDEX trigger_firing_tenant_fired ON flowforge.trigger_firing USING btree (organization_id, fired_on DESC, id DESC)',
+    'trigger_firing_tenant_fired: (organization_id, fired_on DESC, id DESC) — what fired here lately (list_firings())');
+SELECT is(pg_temp.indexdef('trigger_firing_tenant_trigger'),
+    'CREATE INDEX trigger_firing_tenant_trigger ON flowforge.trigger_firing USING btree (organization_id, trigger_name, fired_on DESC, id DESC)',
+    'trigger_firing_tenant_trigger: (organization_id, trigger_name, fired_on DESC, id DESC) — everything one trigger did '
+    '(list_firings(trigger_name))');
+SELECT is(pg_temp.indexdef('trigger_firing_run'),
+    'CREATE INDEX trigger_firing_run ON flowforge.trigger_firing USING btree (run_id) WHERE (run_id IS NOT NULL)',
+    'trigger_firing_run: (run_id) partial — the reverse walk: which firing started or moved a run');
+SELECT is(pg_temp.indexdef('trigger_firing_caused_nothing'),
+    'CREATE INDEX trigger_firing_caused_nothing ON flowforge.trigger_firing USING btree (fired_on DESC) WHERE ((outcome)::text = ANY ((ARRAY[''refused''::character varying, ''failed''::character varying])::text[]))',
+    'trigger_firing_caused_nothing: (fired_on DESC) partial on refused and failed — the seed''s second tracing query');
+SELECT is(pg_temp.indexdef('trigger_firing_delivery_uq'),
+    'CREATE UNIQUE INDEX trigger_firing_delivery_uq ON flowforge.trigger_firing USING btree (trigger_id, delivery_id) WHERE ((trigger_id IS NOT NULL) AND (delivery_id IS NOT NULL))',
+    'trigger_firing_delivery_uq: unique (trigger_id, delivery_id) partial — one firing per delivery (a redelivered webhook, a '
+    'cron slot, a file, a commit); "fired already?" (fire_trigger, feeder_unfired)');
+SELECT is(pg_temp.indexdef('engine_run_triggered_by'),
+    'CREATE INDEX engine_run_triggered_by ON flowforge.engine_run USING btree (triggered_by, created_at DESC) WHERE (triggered_by IS NOT NULL)',
+    'engine_run_triggered_by: (triggered_by, created_at DESC) partial — the seed''s first tracing query: the runs a trigger caused');
+SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           WHERE c.relnamespace = 'flowforge'::regnamespace
+             AND c.relname IN ('scheduled_trigger_live_name_uq', 'engine_run_triggered_by') AND i.indisvalid AND i.indisready), 2,
+          'the two indexes 0023 builds CONCURRENTLY are valid and ready');
+
+-- ---------------------------------------------------------------------------
 -- Exactly these indexes per table
 -- ---------------------------------------------------------------------------
 SELECT indexes_are('flowforge', 'organization', ARRAY['organization_pkey', 'uniq_organization_slug']);
@@ -263,7 +298,7 @@ SELECT indexes_are('flowforge', 'audit_log', ARRAY['audit_log_pkey', 'idx_audit_
 SELECT indexes_are('flowforge', 'workflow', ARRAY['workflow_pkey', 'uniq_workflow_name_version']);
 SELECT indexes_are('flowforge', 'task', ARRAY['task_pkey', 'uniq_task_workflow_key']);
 SELECT indexes_are('flowforge', 'task_dependency', ARRAY['task_dependency_pkey', 'idx_taskdep_depends_on', 'idx_taskdep_workflow']);
-SELECT indexes_are('flowforge', 'scheduled_trigger', ARRAY['scheduled_trigger_pkey', 'uniq_scheduled_trigger_org_name', 'idx_trigger_due']);
+SELECT indexes_are('flowforge', 'scheduled_trigger', ARRAY['scheduled_trigger_pkey', 'scheduled_trigger_live_name_uq', 'idx_trigger_due']);
 SELECT indexes_are('flowforge', 'workflow_run', ARRAY[
     'workflow_run_pkey', 'idx_wfrun_wf_recent', 'idx_wfrun_state_age', 'idx_wfrun_org_recent']);
 SELECT indexes_are('flowforge', 'task_run', ARRAY[
@@ -280,7 +315,7 @@ SELECT indexes_are('flowforge', 'server_secret', ARRAY['server_secret_pkey']);
 SELECT indexes_are('flowforge', 'setting', ARRAY['setting_pkey']);
 SELECT indexes_are('flowforge', 'engine_run', ARRAY[
     'engine_run_pkey', 'engine_run_tenant_run_uq', 'engine_run_tenant_created', 'engine_run_run_idx',
-    'engine_run_definition_recent']);
+    'engine_run_definition_recent', 'engine_run_triggered_by']);
 SELECT indexes_are('flowforge', 'work_item', ARRAY[
     'work_item_pkey', 'work_item_status_priority_idx', 'work_item_ready_by_name_idx', 'work_item_lease_idx',
     'work_item_run_idx', 'work_item_parent_idx', 'work_item_task_idx', 'work_item_checkpoint_item_idx',
@@ -299,6 +334,10 @@ SELECT indexes_are('flowforge', 'machine_event_seen', ARRAY['machine_event_seen_
 SELECT indexes_are('flowforge', 'machine_timer', ARRAY['machine_timer_pkey', 'machine_timer_one_per_entry', 'machine_timer_due_idx']);
 SELECT indexes_are('flowforge', 'checkpoint', ARRAY['checkpoint_pkey', 'checkpoint_run_node_uq']);
 SELECT indexes_are('flowforge', 'checkpoint_page', ARRAY['checkpoint_page_pkey']);
+SELECT indexes_are('flowforge', 'trigger_secret', ARRAY['trigger_secret_pkey']);
+SELECT indexes_are('flowforge', 'trigger_firing', ARRAY[
+    'trigger_firing_pkey', 'trigger_firing_tenant_fired', 'trigger_firing_tenant_trigger', 'trigger_firing_run',
+    'trigger_firing_caused_nothing', 'trigger_firing_delivery_uq']);
 
 -- ---------------------------------------------------------------------------
 -- The indexes serve their queries. With sequential and bitmap scans priced
@@ -417,6 +456,88 @@ SELECT matches(pg_temp.plan_of(format('EXECUTE ix_collect(%L, 1, 200)', :'ix_cp'
 SET LOCAL plan_cache_mode = auto;
 DEALLOCATE ix_skip;
 DEALLOCATE ix_collect;
+
+-- Triggers (0022/0023), with the planner free on tables of enough rows:
+-- 2,000 cron triggers of which 50 are due beside 500 webhooks; 5,000 firings
+-- of 40 triggers, one in fifty refused; 5,000 directory rows, two in three
+-- caused by one of 40 triggers.
+SELECT isnt(flowforge_test.define_single('ix_trig'), NULL, 'fixture: ix_trig defined');
+INSERT INTO flowforge.scheduled_trigger (organization_id, name, trigger_type, action, target, cron, next_fire_at, created_by)
+SELECT '00000000-0000-0000-0000-000000000001', 'ix-cron-' || g, 'cron', 'start', 'ix_trig', '* * * * *',
+       now() + (g - 50) * interval '1 minute', 'test'
+FROM generate_series(1, 2000) g;
+INSERT INTO flowforge.scheduled_trigger (organization_id, name, trigger_type, action, target, created_by)
+SELECT '00000000-0000-0000-0000-000000000001', 'ix-hook-' || g, 'webhook', 'start', 'ix_trig', 'test' FROM generate_series(1, 500) g;
+INSERT INTO flowforge.trigger_firing (organization_id, trigger_name, trigger_type, outcome, run_id, error, fired_on, recorded_at,
+                                      created_by)
+SELECT '00000000-0000-0000-0000-000000000001', 'ix-hook-' || (g % 40), 'webhook',
+       CASE WHEN g % 50 = 0 THEN 'refused' ELSE 'started' END, CASE WHEN g % 50 = 0 THEN NULL ELSE gen_random_uuid() END,
+       CASE WHEN g % 50 = 0 THEN 'no trigger named it' END, now() - g * interval '1 minute', now(), 'test'
+FROM generate_series(1, 5000) g;
+INSERT INTO flowforge.engine_run (organization_id, run_id, engine_kind, definition_id, triggered_by, created_at, created_by)
+SELECT '00000000-0000-0000-0000-000000000001', gen_random_uuid(), 'dag', (SELECT id FROM flowforge.workflow WHERE name = 'ix_trig'),
+       CASE WHEN g % 3 = 0 THEN NULL ELSE 'ix-hook-' || (g % 40) END, now() - g * interval '1 second', 'test'
+FROM generate_series(1, 5000) g;
+SELECT results_eq(
+    $$SELECT (SELECT count(*)::int FROM flowforge.scheduled_trigger WHERE enabled AND next_fire_at <= now()),
+             (SELECT count(*)::int FROM flowforge.trigger_firing WHERE outcome = 'refused'),
+             (SELECT count(*)::int FROM flowforge.engine_run WHERE triggered_by = 'ix-hook-7')$$,
+    $$VALUES (50, 100, 84)$$, 'fixture: 50 due cron triggers, 100 refused firings, 84 runs caused by ix-hook-7');
+ANALYZE flowforge.scheduled_trigger;
+ANALYZE flowforge.trigger_firing;
+ANALYZE flowforge.engine_run;
+-- _fire_cron_triggers: the due triggers, oldest first; tick runs it as a generic plan.
+PREPARE ix_due_triggers(uuid[], integer, timestamptz) AS
+    SELECT t.id FROM flowforge.scheduled_trigger t
+    WHERE t.enabled AND t.next_fire_at <= $3 AND ($1 IS NULL OR t.organization_id = ANY ($1))
+    ORDER BY t.next_fire_at
+    LIMIT $2;
+SET LOCAL plan_cache_mode = force_generic_plan;
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_due_triggers(NULL, 100, now())$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using idx_trigger_due',
+    'the cron duty''s due triggers (generic plan, as tick runs it) are an ordered range scan of idx_trigger_due, no sort');
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_due_triggers(ARRAY['00000000-0000-0000-0000-000000000001']::uuid[], 100, now())$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using idx_trigger_due',
+    'the cron duty of the organizations a daemon serves reads idx_trigger_due too');
+SET LOCAL plan_cache_mode = force_custom_plan;
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_due_triggers(NULL, 100, now())$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using idx_trigger_due', 'and as a custom plan');
+SET LOCAL plan_cache_mode = auto;
+DEALLOCATE ix_due_triggers;
+-- list_firings' query (custom plans: PL/pgSQL's RETURN QUERY plans it with the values of each call).
+PREPARE ix_list_firings(uuid, text, text, integer) AS
+    SELECT f.id, w.name FROM flowforge.trigger_firing f LEFT JOIN flowforge.workflow w ON w.id = f.definition_id
+    WHERE f.organization_id = $1 AND ($2 IS NULL OR f.trigger_name = $2) AND ($3 IS NULL OR f.outcome = $3)
+    ORDER BY f.fired_on DESC, f.id DESC
+    LIMIT $4;
+SET LOCAL plan_cache_mode = force_custom_plan;
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_list_firings('00000000-0000-0000-0000-000000000001', NULL, NULL, 50)$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using trigger_firing_tenant_fired',
+    'list_firings(): what fired here lately is an ordered scan of trigger_firing_tenant_fired, no sort');
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_list_firings('00000000-0000-0000-0000-000000000001', 'ix-hook-7', NULL, 50)$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using trigger_firing_tenant_trigger',
+    'list_firings(trigger_name): one trigger''s firings are an ordered scan of trigger_firing_tenant_trigger, no sort');
+SET LOCAL plan_cache_mode = force_generic_plan;
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_list_firings('00000000-0000-0000-0000-000000000001', NULL, NULL, 50)$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using trigger_firing_tenant_fired',
+    'list_firings() as a generic plan reads trigger_firing_tenant_fired too');
+SET LOCAL plan_cache_mode = auto;
+DEALLOCATE ix_list_firings;
+-- The seed's two tracing queries, verbatim (tests/sql/70_maintenance/cron_triggers.sql runs them for their rows).
+SELECT matches(pg_temp.plan_of($$SELECT r.run_id, r.engine_kind, r.definition_id, f.outcome, f.payload FROM flowforge.engine_run r JOIN flowforge.trigger_firing f ON f.id = r.trigger_firing_id WHERE r.triggered_by = 'on-push' ORDER BY r.created_at DESC$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using engine_run_triggered_by.*trigger_firing_pkey',
+    'tracing query 1: the runs a trigger caused read engine_run_triggered_by in order, each firing by trigger_firing_pkey');
+SELECT matches(pg_temp.plan_of($$SELECT trigger_name, outcome, error, fired_on FROM flowforge.trigger_firing WHERE outcome IN ('refused', 'failed') ORDER BY fired_on DESC LIMIT 50$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using trigger_firing_caused_nothing',
+    'tracing query 2: the firings that caused nothing are an ordered scan of trigger_firing_caused_nothing, no sort');
+SELECT matches(pg_temp.plan_of($$SELECT id FROM flowforge.trigger_firing WHERE run_id = '00000000-0000-0000-0000-000000000000'$$),
+    'Index Scan using trigger_firing_run', 'the reverse walk (which firing moved this run) reads trigger_firing_run');
+SELECT matches(pg_temp.plan_of($$SELECT 1 FROM flowforge.trigger_firing f
+                                 WHERE f.trigger_id = '00000000-0000-0000-0000-000000000000' AND f.delivery_id = 'push-1'$$),
+    'Index (Only )?Scan using trigger_firing_delivery_uq', '"this delivery fired already?" is one key lookup in trigger_firing_delivery_uq');
+SELECT matches(pg_temp.plan_of($$SELECT id FROM flowforge.scheduled_trigger
+                                 WHERE organization_id = '00000000-0000-0000-0000-000000000001' AND name = 'ix-hook-7' AND deleted_at IS NULL$$),
+    'Index Scan using scheduled_trigger_live_name_uq', 'a live trigger by name reads scheduled_trigger_live_name_uq');
 
 SET LOCAL enable_seqscan = off;
 SET LOCAL enable_bitmapscan = off;

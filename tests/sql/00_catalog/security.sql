@@ -7,29 +7,31 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(269);
+SELECT plan(285);
 
 -- ---------------------------------------------------------------------------
--- Roles: the seven group roles exist, cannot log in and carry no attribute
--- that would bypass row-level security or hand out roles.
+-- Roles: the eight group roles exist (0022 added flowforge_webhook, the
+-- HTTP receiver's), cannot log in and carry no attribute that would bypass
+-- row-level security or hand out roles.
 -- ---------------------------------------------------------------------------
 SELECT set_eq(
     $$SELECT rolname::text FROM pg_roles WHERE rolname LIKE 'flowforge\_%'$$,
     ARRAY['flowforge_owner', 'flowforge_system', 'flowforge_app', 'flowforge_worker', 'flowforge_daemon',
-          'flowforge_gateway', 'flowforge_readonly'],
-    'the seven flowforge group roles exist (and no others)');
+          'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook'],
+    'the eight flowforge group roles exist (and no others)');
 
 SELECT is_empty(
     $$SELECT rolname::text FROM pg_roles
       WHERE rolname IN ('flowforge_owner', 'flowforge_system', 'flowforge_app', 'flowforge_worker', 'flowforge_daemon',
-                        'flowforge_gateway', 'flowforge_readonly')
+                        'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook')
         AND (rolcanlogin OR rolsuper OR rolbypassrls OR rolcreaterole OR rolcreatedb OR rolreplication)$$,
     'flowforge roles are NOLOGIN, not superuser, not BYPASSRLS, not CREATEROLE/CREATEDB/REPLICATION');
 
 SELECT is_empty(
     $$SELECT r.rolname::text || ' is a member of ' || g.rolname
       FROM pg_roles r CROSS JOIN pg_roles g
-      WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+      WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly',
+                          'flowforge_webhook')
         AND g.rolname IN ('flowforge_owner', 'flowforge_system')
         AND pg_has_role(r.oid, g.oid, 'MEMBER')$$,
     'no runtime role is (transitively) a member of flowforge_owner or flowforge_system');
@@ -76,58 +78,59 @@ SELECT set_eq(
           'api_key_usage', 'organization', 'server_secret', 'setting',
           'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit',
           'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
-          'checkpoint', 'checkpoint_page'],
+          'checkpoint', 'checkpoint_page', 'trigger_firing', 'trigger_secret'],
     'the tables covered below are all the flowforge tables (a new table needs its policies tested here)');
 
--- 30 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
--- state-machine engine's five, 0020 fan-out's checkpoint and checkpoint_page).
+-- 31 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
+-- state-machine engine's five, 0020 fan-out's checkpoint and checkpoint_page, 0022 trigger_firing;
+-- trigger_secret, a tenant table without the read role's policy, follows below).
 SELECT policies_are('flowforge', t, ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
                     format('flowforge.%s has exactly the policies readonly_select, system_all, tenant_isolation', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
 SELECT policy_roles_are('flowforge', t, 'tenant_isolation', ARRAY['flowforge_owner'],
                         format('flowforge.%s tenant_isolation applies to flowforge_owner only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'tenant_isolation', 'ALL',
                      format('flowforge.%s tenant_isolation is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
 SELECT policy_roles_are('flowforge', t, 'system_all', ARRAY['flowforge_system'],
                         format('flowforge.%s system_all applies to flowforge_system only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'system_all', 'ALL', format('flowforge.%s system_all is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
 SELECT policy_roles_are('flowforge', t, 'readonly_select', ARRAY['flowforge_readonly'],
                         format('flowforge.%s readonly_select applies to flowforge_readonly only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'readonly_select', 'SELECT', format('flowforge.%s readonly_select is FOR SELECT', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
 
 -- organization: the tenant API may only read its own organization row.
 SELECT policies_are('flowforge', 'organization', ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
@@ -151,6 +154,16 @@ SELECT policies_are('flowforge', 'server_secret', ARRAY['system_all'],
 SELECT policy_roles_are('flowforge', 'server_secret', 'system_all', ARRAY['flowforge_system'],
                         'flowforge.server_secret system_all applies to flowforge_system only');
 SELECT policy_cmd_is('flowforge', 'server_secret', 'system_all', 'ALL', 'flowforge.server_secret system_all is FOR ALL');
+-- trigger_secret (0022): a webhook's key — the tenant API (the owner's definer functions) and the
+-- receiver (flowforge_system) read it; unlike every other tenant table, not the DBA read role.
+SELECT policies_are('flowforge', 'trigger_secret', ARRAY['system_all', 'tenant_isolation'],
+                    'flowforge.trigger_secret has exactly the policies system_all and tenant_isolation (no readonly_select)');
+SELECT policy_roles_are('flowforge', 'trigger_secret', 'tenant_isolation', ARRAY['flowforge_owner'],
+                        'flowforge.trigger_secret tenant_isolation applies to flowforge_owner only');
+SELECT policy_cmd_is('flowforge', 'trigger_secret', 'tenant_isolation', 'ALL', 'flowforge.trigger_secret tenant_isolation is FOR ALL');
+SELECT policy_roles_are('flowforge', 'trigger_secret', 'system_all', ARRAY['flowforge_system'],
+                        'flowforge.trigger_secret system_all applies to flowforge_system only');
+SELECT policy_cmd_is('flowforge', 'trigger_secret', 'system_all', 'ALL', 'flowforge.trigger_secret system_all is FOR ALL');
 -- setting: readable by the tenant API (limits), written by nobody but flowforge_system / the schema owner's migrations.
 SELECT policies_are('flowforge', 'setting', ARRAY['readonly_select', 'setting_read', 'system_all'],
                     'flowforge.setting has exactly the policies readonly_select, setting_read, system_all');
@@ -184,7 +197,8 @@ SELECT is_empty(
 SELECT is_empty(
     $$SELECT tablename::text || '.' || policyname || ' -> ' || array_to_string(roles, ',') FROM pg_policies
       WHERE schemaname = 'flowforge'
-        AND (roles && ARRAY['public', 'flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway']::name[])$$,
+        AND (roles && ARRAY['public', 'flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway',
+                            'flowforge_webhook']::name[])$$,
     'no policy applies to PUBLIC or to a runtime role (they have no table access at all)');
 
 -- ---------------------------------------------------------------------------
@@ -230,7 +244,8 @@ SELECT is_empty(
     $$SELECT r.rolname::text || ' -> ' || p.oid::regprocedure::text FROM pg_proc p CROSS JOIN pg_roles r
       WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proname ~ '^_'
         AND p.oid::regprocedure::text NOT IN ('flowforge._caller()', 'flowforge._caller_organization()')
-        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly',
+                          'flowforge_webhook')
         AND has_function_privilege(r.oid, p.oid, 'EXECUTE')$$,
     'no internal (underscore) function but _caller/_caller_organization is executable by a runtime role');
 
@@ -238,7 +253,8 @@ SELECT is_empty(
 -- they check the caller themselves: identity, members, keys. A new
 -- system-owned function is closed to tenants until it is added here.
 -- list_engines() (every daemon's liveness) is open to flowforge_readonly only,
--- which reads every table but server_secret directly anyway.
+-- which reads every table but server_secret and trigger_secret directly anyway;
+-- receive_webhook to flowforge_webhook only, which checks the signature itself.
 SELECT is_empty(
     $$SELECT r.rolname::text || ' -> ' || p.oid::regprocedure::text FROM pg_proc p CROSS JOIN pg_roles r
       WHERE p.pronamespace = 'flowforge'::regnamespace AND pg_get_userbyid(p.proowner) = 'flowforge_system'
@@ -247,7 +263,9 @@ SELECT is_empty(
             'flowforge.add_member(text,name,text)', 'flowforge.remove_member(text,name)',
             'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)', 'flowforge.authenticate(text)')
         AND NOT (r.rolname = 'flowforge_readonly' AND p.oid::regprocedure::text = 'flowforge.list_engines()')
-        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_gateway', 'flowforge_readonly')
+        AND NOT (r.rolname = 'flowforge_webhook'
+                 AND p.oid::regprocedure::text = 'flowforge.receive_webhook(text,text,bytea,text,text)')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook')
         AND has_function_privilege(r.oid, p.oid, 'EXECUTE')$$,
     'tenant-facing roles execute no cross-tenant function (tick, reaper, outbox drain, create_organization, _audit)');
 
@@ -402,6 +420,75 @@ SELECT is_empty(
         AND NOT (p.proconfig @> ARRAY['search_path=pg_catalog, pg_temp', 'flowforge.caller_org=']::text[])$$,
     'fan_out_output pins search_path and resets flowforge.caller_org like every definer function');
 
+-- Triggers (0022): the tenant API (create, pause, drop, list, fire; the firing
+-- log; cron_next) for apps and the gateway, SECURITY DEFINER; the receiver's
+-- one call for flowforge_webhook, and the feeders' four for the daemon, owned
+-- by flowforge_system (they reach every organization); everything else —
+-- the options, the firing itself, the cron evaluator, the cron duty, the
+-- HMAC — internal, for no runtime role.
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", pg_get_userbyid(p.proowner)::text COLLATE "default",
+             array_to_string(ARRAY(SELECT r.rolname::text FROM pg_roles r
+                                   WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                                                       'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook')
+                                     AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                                   ORDER BY r.rolname), ',') COLLATE "default",
+             p.prosecdef
+      FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND (p.proname ~ '^(_cron_|feeder_)'
+             OR p.proname IN ('create_trigger', 'set_trigger_enabled', 'drop_trigger', 'list_triggers', 'fire_trigger',
+                              'list_firings', 'cron_next', 'receive_webhook', '_invalid_trigger', '_trigger_options',
+                              '_trigger_by_name', '_is_refusal', '_trigger_signal_run', '_record_firing', '_delivered_firing',
+                              '_fire_trigger', '_check_delivery_id', '_check_timezone', '_fire_cron_trigger',
+                              '_fire_cron_triggers', '_hmac_sha256', '_bytes_equal'))
+      ORDER BY 1$$,
+    $$VALUES ('flowforge._bytes_equal(bytea,bytea)', 'flowforge_owner', '', false),
+             ('flowforge._check_delivery_id(text)', 'flowforge_owner', '', false),
+             ('flowforge._check_timezone(text)', 'flowforge_owner', '', false),
+             ('flowforge._cron_field(text,text,integer,integer,text[],integer)', 'flowforge_owner', '', false),
+             ('flowforge._cron_fires_ever(integer[],integer[],boolean)', 'flowforge_owner', '', false),
+             ('flowforge._cron_invalid(text)', 'flowforge_owner', '', false),
+             ('flowforge._cron_latest(jsonb,timestamp with time zone,timestamp with time zone,text,text,text)', 'flowforge_owner', '', false),
+             ('flowforge._cron_local_next(integer[],integer[],integer[],integer[],integer[],boolean,timestamp without time zone,timestamp without time zone)', 'flowforge_owner', '', false),
+             ('flowforge._cron_next(jsonb,timestamp with time zone,text,text,text)', 'flowforge_owner', '', false),
+             ('flowforge._cron_parse(text)', 'flowforge_owner', '', false),
+             ('flowforge._cron_slots(jsonb,timestamp with time zone,timestamp with time zone,text,text,text,integer)', 'flowforge_owner', '', false),
+             ('flowforge._cron_step(integer[],integer[],integer[],integer[],integer[],boolean,boolean,boolean,boolean,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._cron_transition(timestamp with time zone,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._delivered_firing(uuid,text)', 'flowforge_owner', '', false),
+             ('flowforge._fire_cron_trigger(uuid,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fire_cron_triggers(uuid[],integer,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._fire_trigger(uuid,uuid,text,jsonb,timestamp with time zone,text,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._hmac_sha256(bytea,bytea)', 'flowforge_owner', '', false),
+             ('flowforge._invalid_trigger(text)', 'flowforge_owner', '', false),
+             ('flowforge._is_refusal(text)', 'flowforge_owner', '', false),
+             ('flowforge._record_firing(uuid,uuid,uuid,text,text,jsonb,text,uuid,text,uuid,text,text,timestamp with time zone,text,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._trigger_by_name(uuid,text)', 'flowforge_owner', '', false),
+             ('flowforge._trigger_options(text,text,jsonb)', 'flowforge_owner', '', false),
+             ('flowforge._trigger_signal_run(jsonb,jsonb)', 'flowforge_owner', '', false),
+             ('flowforge.create_trigger(text,text,text,text,jsonb)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.cron_next(text,timestamp with time zone,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', false),
+             ('flowforge.drop_trigger(text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.feeder_fire(uuid,text,jsonb,timestamp with time zone)', 'flowforge_system', 'flowforge_daemon', true),
+             ('flowforge.feeder_save_state(uuid,jsonb)', 'flowforge_system', 'flowforge_daemon', true),
+             ('flowforge.feeder_triggers(text)', 'flowforge_system', 'flowforge_daemon', true),
+             ('flowforge.feeder_unfired(uuid,text[])', 'flowforge_system', 'flowforge_daemon', true),
+             ('flowforge.fire_trigger(text,jsonb,timestamp with time zone,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.list_firings(text,text,integer)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.list_triggers()', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.receive_webhook(text,text,bytea,text,text)', 'flowforge_system', 'flowforge_webhook', true),
+             ('flowforge.set_trigger_enabled(text,boolean)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true)$$,
+    'the triggers'' functions: owner and callers (the tenant API for apps and the gateway, receive_webhook for '
+    'flowforge_webhook only, the feeders for the daemon only, every internal for nobody)');
+SELECT set_eq(
+    $$SELECT p.oid::regprocedure::text FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND has_function_privilege('flowforge_webhook', p.oid, 'EXECUTE')$$,
+    ARRAY['flowforge.receive_webhook(text,text,bytea,text,text)'],
+    'flowforge_webhook executes receive_webhook and nothing else (not even now() or current_organization())');
+SELECT ok(has_schema_privilege('flowforge_webhook', 'flowforge', 'USAGE'),
+          'flowforge_webhook may use schema flowforge (0024: without it the one call it may make does not resolve)');
+
 -- Inside an API call the organization is cached in the setting
 -- flowforge.caller_org, which the tenant policies trust. That is sound only
 -- because every definer function resets it on entry (and restores it on
@@ -437,7 +524,8 @@ SELECT is_empty(
       CROSS JOIN pg_roles r
       CROSS JOIN unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'TRIGGER', 'REFERENCES']) AS priv
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
-        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly',
+                          'flowforge_webhook')
         AND has_table_privilege(r.oid, c.oid, priv)$$,
     'no runtime role has INSERT/UPDATE/DELETE/TRUNCATE/TRIGGER/REFERENCES on any flowforge table');
 
@@ -446,16 +534,17 @@ SELECT is_empty(
       CROSS JOIN pg_roles r
       CROSS JOIN unnest(ARRAY['INSERT', 'UPDATE', 'REFERENCES']) AS priv
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
-        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly',
+                          'flowforge_webhook')
         AND has_any_column_privilege(r.oid, c.oid, priv)$$,
     'no runtime role has a column-level write privilege on any flowforge table');
 
 SELECT is_empty(
     $$SELECT r.rolname::text || ' SELECT on ' || c.relname FROM pg_class c CROSS JOIN pg_roles r
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
-        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_webhook')
         AND has_any_column_privilege(r.oid, c.oid, 'SELECT')$$,
-    'no tenant-facing runtime role can read any flowforge table directly');
+    'no tenant-facing runtime role (nor the webhook receiver) can read any flowforge table directly');
 
 SELECT is_empty(
     $$SELECT c.relname::text || ' ' || a.privilege_type FROM pg_class c
@@ -468,14 +557,15 @@ SELECT is_empty(
     $$SELECT r.rolname::text || ' ' || priv || ' on ' || c.relname FROM pg_class c
       CROSS JOIN pg_roles r CROSS JOIN unnest(ARRAY['USAGE', 'UPDATE', 'SELECT']) AS priv
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind = 'S'
-        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly')
+        AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly',
+                          'flowforge_webhook')
         AND has_sequence_privilege(r.oid, c.oid, priv)$$,
     'no runtime role may use, read or setval a flowforge sequence');
 
 SELECT is_empty(
     $$SELECT r.rolname::text FROM pg_roles r
       WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_readonly',
-                          'flowforge_system')
+                          'flowforge_system', 'flowforge_webhook')
         AND has_schema_privilege(r.oid, 'flowforge', 'CREATE')$$,
     'no role but the owner may create objects in schema flowforge');
 SELECT is_empty(
@@ -486,12 +576,21 @@ SELECT is_empty(
 SELECT is(pg_get_userbyid((SELECT nspowner FROM pg_namespace WHERE nspname = 'flowforge'))::text, 'flowforge_owner',
           'schema flowforge is owned by flowforge_owner');
 
--- readonly reads every table but server_secret (the key gateway tokens are signed with).
+-- readonly reads every table but the two that hold keys: server_secret (the key gateway tokens are
+-- signed with) and trigger_secret (webhooks' keys: a reader could forge any delivery).
 SELECT is_empty(
     $$SELECT c.relname::text FROM pg_class c
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')
-        AND has_table_privilege('flowforge_readonly', c.oid, 'SELECT') = (c.relname = 'server_secret')$$,
-    'flowforge_readonly can SELECT every flowforge table except server_secret');
+        AND has_table_privilege('flowforge_readonly', c.oid, 'SELECT') = (c.relname IN ('server_secret', 'trigger_secret'))$$,
+    'flowforge_readonly can SELECT every flowforge table except server_secret and trigger_secret');
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('r', 'p')
+        AND c.relname IN ('server_secret', 'trigger_secret')
+        AND (has_any_column_privilege('flowforge_readonly', c.oid, 'SELECT')
+             OR EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = 'flowforge' AND p.tablename = c.relname
+                                                      AND 'flowforge_readonly' = ANY (p.roles)))$$,
+    'nor any column of them, and no policy of theirs names flowforge_readonly');
 
 -- Limits live in a table only the owners write, not in a GUC anyone can SET.
 SELECT is((SELECT count(*)::integer FROM flowforge.setting), 1, 'flowforge.setting holds exactly one row');
@@ -506,7 +605,7 @@ SELECT is_empty(
 -- Runtime defaults on the group roles (operators copy them to each login role; see docs/security.md).
 SELECT is_empty(
     $$SELECT r.rolname::text FROM pg_roles r
-      WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway')
+      WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon', 'flowforge_gateway', 'flowforge_webhook')
         AND NOT (r.rolconfig @> ARRAY['statement_timeout=30s', 'lock_timeout=5s']
                  AND EXISTS (SELECT 1 FROM unnest(r.rolconfig) c WHERE c LIKE 'idle\_in\_transaction\_session\_timeout=%'))$$,
     'runtime roles carry statement_timeout, lock_timeout and idle_in_transaction_session_timeout defaults');

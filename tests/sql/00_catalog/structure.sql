@@ -1,11 +1,12 @@
 -- Schema structure: the tables of the migrations (0015 adds the substrate
 -- every engine shares and the graph engine's tables, 0017 the state-machine
--- engine's, 0020 fan-out's checkpoint and its element pages), their exact columns, generated columns,
+-- engine's, 0020 fan-out's checkpoint and its element pages, 0022 the triggers' secrets and firing
+-- log on seed 000's scheduled_trigger made the general trigger table), their exact columns, generated columns,
 -- key column types, tenancy columns, primary keys, every foreign key with its
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(593);
+SELECT plan(691);
 
 SELECT has_schema('flowforge');
 
@@ -17,8 +18,8 @@ SELECT tables_are('flowforge', ARRAY[
     'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine',
     'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
     'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
-    'checkpoint', 'checkpoint_page'
-], 'flowforge has exactly the thirty-three tables of the migrations');
+    'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing'
+], 'flowforge has exactly the thirty-five tables of the migrations');
 
 -- ---------------------------------------------------------------------------
 -- Exact column lists (a column added or dropped without this test changing fails)
@@ -37,9 +38,11 @@ SELECT columns_are('flowforge', 'task', ARRAY[
     'max_visits', 'is_final', 'affinity', 'affinity_policy', 'worker_params', 'spec']);
 SELECT columns_are('flowforge', 'task_dependency', ARRAY[
     'organization_id', 'workflow_id', 'task_id', 'depends_on_task_id']);
+-- 0022: seed 000's cron table is the general trigger table (workflow_name became target).
 SELECT columns_are('flowforge', 'scheduled_trigger', ARRAY[
-    'id', 'organization_id', 'workflow_name', 'name', 'cron', 'input', 'enabled', 'next_fire_at',
-    'last_fired_at', 'created_at']);
+    'id', 'organization_id', 'target', 'name', 'cron', 'input', 'enabled', 'next_fire_at',
+    'last_fired_at', 'created_at', 'trigger_type', 'action', 'options', 'timezone', 'feeder_state', 'created_by',
+    'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
 SELECT columns_are('flowforge', 'workflow_run', ARRAY[
     'id', 'organization_id', 'workflow_id', 'state', 'input', 'idempotency_key', 'tasks_total',
     'tasks_remaining', 'tasks_failed', 'reason', 'created_at', 'started_at', 'finished_at']);
@@ -112,6 +115,11 @@ SELECT columns_are('flowforge', 'checkpoint', ARRAY[
     'max_concurrency', 'tolerated_failures', 'done', 'outcome', 'child_input', 'output_by_reference', 'error',
     'created_at', 'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
 SELECT columns_are('flowforge', 'checkpoint_page', ARRAY['organization_id', 'checkpoint_id', 'page', 'elements']);
+-- 0022: a webhook's key apart from its trigger; seed 002's firing log (fired_on the source's, recorded_at ours).
+SELECT columns_are('flowforge', 'trigger_secret', ARRAY['trigger_id', 'organization_id', 'secret', 'created_at']);
+SELECT columns_are('flowforge', 'trigger_firing', ARRAY[
+    'id', 'organization_id', 'trigger_id', 'trigger_name', 'trigger_type', 'payload', 'action', 'definition_id', 'event',
+    'run_id', 'outcome', 'error', 'fired_on', 'recorded_at', 'delivery_id', 'created_by']);
 
 -- ---------------------------------------------------------------------------
 -- Key column types
@@ -250,6 +258,27 @@ SELECT col_type_is('flowforge', 'work_item', c, ty, format('work_item.%s is %s (
 FROM (VALUES ('checkpoint_id', 'uuid'), ('checkpoint_generation', 'integer'), ('item_index', 'integer')) AS x(c, ty);
 SELECT col_type_is('flowforge', 'task_run', 'fans_out', 'boolean', 'task_run.fans_out is boolean');
 SELECT col_type_is('flowforge', 'setting', 'max_fanout_items', 'integer', 'setting.max_fanout_items is integer');
+-- 0022: triggers. A trigger's name is a task key's size, its target an event name's (a workflow name fits).
+SELECT col_type_is('flowforge', 'scheduled_trigger', c, ty, format('scheduled_trigger.%s is %s', c, ty))
+FROM (VALUES ('name', 'character varying(63)'), ('target', 'character varying(200)'), ('cron', 'text'),
+             ('trigger_type', 'character varying(20)'), ('action', 'character varying(10)'), ('options', 'jsonb'),
+             ('input', 'jsonb'), ('timezone', 'text'), ('feeder_state', 'jsonb'), ('enabled', 'boolean'),
+             ('next_fire_at', 'timestamp with time zone'), ('last_fired_at', 'timestamp with time zone'),
+             ('created_by', 'text'), ('updated_at', 'timestamp with time zone'), ('updated_by', 'text'),
+             ('deleted_at', 'timestamp with time zone'), ('deleted_by', 'text')) AS x(c, ty);
+SELECT col_type_is('flowforge', 'trigger_secret', c, ty, format('trigger_secret.%s is %s', c, ty))
+FROM (VALUES ('trigger_id', 'uuid'), ('organization_id', 'uuid'), ('secret', 'bytea'),
+             ('created_at', 'timestamp with time zone')) AS x(c, ty);
+SELECT col_type_is('flowforge', 'trigger_firing', c, ty, format('trigger_firing.%s is %s', c, ty))
+FROM (VALUES ('id', 'uuid'), ('organization_id', 'uuid'), ('trigger_id', 'uuid'), ('trigger_name', 'character varying(63)'),
+             ('trigger_type', 'character varying(20)'), ('payload', 'jsonb'), ('action', 'character varying(10)'),
+             ('definition_id', 'uuid'), ('event', 'character varying(200)'), ('run_id', 'uuid'),
+             ('outcome', 'character varying(20)'), ('error', 'text'), ('fired_on', 'timestamp with time zone'),
+             ('recorded_at', 'timestamp with time zone'), ('delivery_id', 'character varying(200)'),
+             ('created_by', 'text')) AS x(c, ty);
+SELECT col_type_is('flowforge', 'engine_run', 'triggered_by', 'character varying(63)',
+                   'engine_run.triggered_by is character varying(63): a trigger''s name');
+SELECT col_type_is('flowforge', 'engine_run', 'trigger_firing_id', 'uuid', 'engine_run.trigger_firing_id is uuid: a firing''s id');
 
 -- ---------------------------------------------------------------------------
 -- Tenancy: organization_id NOT NULL on every tenant table
@@ -259,7 +288,8 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_secret',
+                  'trigger_firing']) AS t;
 -- Columns whose NULL would break an invariant the functions rely on.
 SELECT col_not_null('flowforge', 'task_run', 'fencing_token', 'task_run.fencing_token is NOT NULL');
 SELECT col_not_null('flowforge', 'task_run', 'state', 'task_run.state is NOT NULL');
@@ -310,6 +340,31 @@ FROM (VALUES ('checkpoint', 'parent_task_run_id', 'a DAG task''s fan-out only'),
              ('work_item', 'checkpoint_id', 'only a fan-out child has one'),
              ('work_item', 'checkpoint_generation', 'only a fan-out child has one'),
              ('work_item', 'item_index', 'only a fan-out child has one')) AS x(t, c, why);
+-- 0022: a trigger always has a type, an action, a target, options and a zone; a firing always its trigger's name,
+-- outcome and both times. What a firing could not know (no such trigger, a refusal before any action) is NULL.
+SELECT col_not_null('flowforge', t, c, format('%s.%s is NOT NULL', t, c))
+FROM (VALUES ('scheduled_trigger', 'name'), ('scheduled_trigger', 'target'), ('scheduled_trigger', 'trigger_type'),
+             ('scheduled_trigger', 'action'), ('scheduled_trigger', 'options'), ('scheduled_trigger', 'input'),
+             ('scheduled_trigger', 'timezone'), ('scheduled_trigger', 'enabled'), ('scheduled_trigger', 'created_by'),
+             ('trigger_secret', 'trigger_id'), ('trigger_secret', 'secret'), ('trigger_secret', 'created_at'),
+             ('trigger_firing', 'id'), ('trigger_firing', 'trigger_name'), ('trigger_firing', 'outcome'),
+             ('trigger_firing', 'fired_on'), ('trigger_firing', 'recorded_at'), ('trigger_firing', 'created_by')) AS x(t, c);
+SELECT col_is_null('flowforge', t, c, format('%s.%s is nullable (%s)', t, c, why))
+FROM (VALUES ('scheduled_trigger', 'cron', 'a cron trigger''s only'),
+             ('scheduled_trigger', 'next_fire_at', 'a cron trigger''s only'),
+             ('scheduled_trigger', 'feeder_state', 'a feeder''s progress, once it has some'),
+             ('scheduled_trigger', 'deleted_at', 'NULL while the trigger lives'),
+             ('trigger_firing', 'trigger_id', 'a name that matched no trigger'),
+             ('trigger_firing', 'trigger_type', 'a name that matched no trigger'),
+             ('trigger_firing', 'payload', 'what arrived, if anything'),
+             ('trigger_firing', 'action', 'a refusal before any action'),
+             ('trigger_firing', 'definition_id', 'a start''s only'),
+             ('trigger_firing', 'event', 'a signal''s only'),
+             ('trigger_firing', 'run_id', 'empty on a refusal'),
+             ('trigger_firing', 'error', 'only a refusal or a failure has one'),
+             ('trigger_firing', 'delivery_id', 'a delivery that named none'),
+             ('engine_run', 'triggered_by', 'a run no trigger caused'),
+             ('engine_run', 'trigger_firing_id', 'a run no trigger caused')) AS x(t, c, why);
 
 -- ---------------------------------------------------------------------------
 -- Primary keys
@@ -320,7 +375,7 @@ FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflo
                   'task_run_event', 'queue', 'setting', 'api_key_usage', 'server_secret', 'engine_run', 'work_item',
                   'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
                   'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
-                  'checkpoint', 'checkpoint_page']) AS t;
+                  'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing']) AS t;
 SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id']::name[],
                  'task_dependency is keyed by the edge (task_id, depends_on_task_id)');
 SELECT col_is_pk('flowforge', 'idempotency_key', ARRAY['organization_id', 'key']::name[],
@@ -347,6 +402,8 @@ SELECT col_is_pk('flowforge', 'machine_event_seen', ARRAY['run_id', 'event_id']:
 SELECT col_is_pk('flowforge', 'checkpoint', 'id', 'checkpoint is keyed by id');
 SELECT col_is_pk('flowforge', 'checkpoint_page', ARRAY['checkpoint_id', 'page']::name[],
                  'checkpoint_page is keyed by (checkpoint_id, page): a child reads one page by key');
+SELECT col_is_pk('flowforge', 'trigger_secret', 'trigger_id', 'trigger_secret is keyed by its trigger: one key per webhook');
+SELECT col_is_pk('flowforge', 'trigger_firing', 'id', 'trigger_firing is keyed by id');
 
 -- ---------------------------------------------------------------------------
 -- Foreign keys: each one, then the full set with its delete rule
@@ -404,6 +461,9 @@ SELECT fk_ok('flowforge', 'checkpoint', 'task_id', 'flowforge', 'task', 'id');
 SELECT fk_ok('flowforge', 'checkpoint', ARRAY['organization_id', 'run_id'], 'flowforge', 'engine_run', ARRAY['organization_id', 'run_id']);
 SELECT fk_ok('flowforge', 'checkpoint_page', 'checkpoint_id', 'flowforge', 'checkpoint', 'id');
 SELECT fk_ok('flowforge', 'work_item', 'checkpoint_id', 'flowforge', 'checkpoint', 'id');
+-- 0022: a secret goes with its trigger's row; a firing names no row at all (it outlives its trigger and its run).
+SELECT fk_ok('flowforge', 'trigger_secret', 'trigger_id', 'flowforge', 'scheduled_trigger', 'id');
+SELECT hasnt_fk('flowforge', 'trigger_firing', 'trigger_firing has no foreign key (history outlives triggers and runs, like task_run_event)');
 
 -- The exact set of foreign keys, with ON DELETE rule (c = CASCADE, r = RESTRICT)
 -- and deferrability. task_run_event and machine_transition deliberately have no
@@ -458,6 +518,7 @@ SELECT results_eq(
              ('flowforge.task_run',          'task_run_organization_fkey',          'r', false, false),
              ('flowforge.task_run',          'task_run_task_fkey',                  'r', false, false),
              ('flowforge.task_run',          'task_run_workflow_run_fkey',          'c', false, false),
+             ('flowforge.trigger_secret',    'trigger_secret_trigger_fkey',         'c', false, false),
              ('flowforge.work_item',         'work_item_checkpoint_fkey',           'c', false, false),
              ('flowforge.work_item',         'work_item_organization_fkey',         'r', false, false),
              ('flowforge.work_item',         'work_item_parent_fkey',               'c', false, false),
@@ -562,6 +623,18 @@ SELECT col_hasnt_default('flowforge', 'work_item', c, format('work_item.%s has n
 FROM unnest(ARRAY['checkpoint_id', 'checkpoint_generation', 'item_index']) AS c;
 SELECT col_default_is('flowforge', 'task_run', 'fans_out', false, 'task_run.fans_out defaults to false');
 SELECT col_default_is('flowforge', 'setting', 'max_fanout_items', 100000, 'setting.max_fanout_items defaults to 100,000');
+-- 0022: seed 000's rows were cron triggers that start their workflow, in UTC; a firing's times are the writer's.
+SELECT col_default_is('flowforge', 'scheduled_trigger', 'trigger_type', 'cron'::varchar, 'scheduled_trigger.trigger_type defaults to cron');
+SELECT col_default_is('flowforge', 'scheduled_trigger', 'action', 'start'::varchar, 'scheduled_trigger.action defaults to start');
+SELECT col_default_is('flowforge', 'scheduled_trigger', 'options', '{}'::jsonb, 'scheduled_trigger.options defaults to {}');
+SELECT col_default_is('flowforge', 'scheduled_trigger', 'timezone', 'UTC'::text, 'scheduled_trigger.timezone defaults to UTC');
+SELECT col_hasnt_default('flowforge', 'scheduled_trigger', c, format('scheduled_trigger.%s has no default', c))
+FROM unnest(ARRAY['target', 'cron', 'feeder_state', 'created_by', 'updated_at', 'deleted_at']) AS c;
+SELECT col_default_is('flowforge', 'trigger_secret', 'created_at', 'now()', 'trigger_secret.created_at defaults to now()');
+SELECT col_default_is('flowforge', 'trigger_firing', 'id', 'flowforge.uuid7()', 'trigger_firing.id defaults to flowforge.uuid7() (time-ordered)');
+SELECT col_hasnt_default('flowforge', 'trigger_firing', c, format('trigger_firing.%s has no default: %s', c, why))
+FROM (VALUES ('outcome', 'the firing decides'), ('fired_on', 'the source''s time'),
+             ('recorded_at', 'the writer''s clock (flowforge.now()) decides'), ('created_by', 'the actor')) AS x(c, why);
 -- The seed's live and suspended, derived so they can never disagree with the
 -- status and the action they summarise; the only generated columns of the schema.
 SELECT results_eq(

@@ -1,0 +1,1 @@
+REVOKE USAGE ON SCHEMA flowforge FROM flowforge_webhook;
