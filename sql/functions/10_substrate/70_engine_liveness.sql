@@ -4,7 +4,9 @@
 -- with a generation, so N daemons split M organizations without a leader:
 --
 --   * each daemon keeps a row in the default organization as its heartbeat
---     (live = heartbeat within three duty leases);
+--     (live = heartbeat within one duty lease: a daemon stops counting when
+--     its leases lapse, so the survivors' share grows as its organizations
+--     become free, and none waits unserved);
 --   * its fair share is ceil(M / live daemons): it renews what it holds, gives
 --     back what exceeds its share, and takes organizations nobody holds (no
 --     serving row, or a lease that lapsed — a dead or paused daemon's);
@@ -36,7 +38,7 @@ BEGIN
     ON CONFLICT ON CONSTRAINT engine_tenant_engine_uq DO UPDATE SET heartbeat_at = p_now, updated_at = p_now;
 
     SELECT count(DISTINCT e.engine_id) INTO v_live FROM flowforge.engine e
-    WHERE e.organization_id = c_default AND e.heartbeat_at > p_now - 3 * v_lease;
+    WHERE e.organization_id = c_default AND e.heartbeat_at > p_now - v_lease;
     v_share := ceil((SELECT count(*) FROM flowforge.organization)::numeric / greatest(v_live, 1));
 
     -- Renew what I still hold; a lapsed lease of mine is given up (taken again below if nobody else did).
@@ -44,7 +46,8 @@ BEGIN
     WHERE e.engine_id = p_engine_id AND e.status = 'serving' AND e.lease_expires_at > p_now;
     UPDATE flowforge.engine e SET status = 'standby', lease_expires_at = NULL, updated_at = p_now
     WHERE e.engine_id = p_engine_id AND e.status = 'serving' AND e.lease_expires_at <= p_now;
-    -- More than my share (daemons joined): give back the newest.
+    -- More than my share (daemons joined): give back the highest organization
+    -- ids (a stable choice, so the daemons converge instead of trading).
     UPDATE flowforge.engine e SET status = 'standby', lease_expires_at = NULL, updated_at = p_now
     WHERE e.id IN (SELECT x.id FROM flowforge.engine x WHERE x.engine_id = p_engine_id AND x.status = 'serving'
                    ORDER BY x.organization_id DESC OFFSET v_share);
@@ -110,7 +113,7 @@ DECLARE
     v_lease constant interval := (SELECT s.duty_lease FROM flowforge.setting s);
 BEGIN
     RETURN QUERY
-    SELECT e.engine_id::text, max(e.heartbeat_at) > v_now - 3 * v_lease,
+    SELECT e.engine_id::text, max(e.heartbeat_at) > v_now - v_lease,
            count(*) FILTER (WHERE e.status = 'serving' AND e.lease_expires_at > v_now), max(e.heartbeat_at)
     FROM flowforge.engine e
     GROUP BY e.engine_id
