@@ -30,7 +30,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_options constant jsonb := coalesce(p_options, '{}');
-    v_known text[] := ARRAY['input', 'event_id_path'];
+    v_known text[] := ARRAY['input'];
     v_field text;
     v_out jsonb := '{}';
 BEGIN
@@ -42,7 +42,7 @@ BEGIN
         WHEN 'webhook' THEN ARRAY['secret']
         WHEN 'filesystem' THEN ARRAY['path', 'pattern']
         WHEN 'gitpoll' THEN ARRAY['repo', 'branch']
-    END || CASE WHEN p_action = 'signal' THEN ARRAY['run_id_path', 'run_id'] ELSE '{}'::text[] END;
+    END || CASE WHEN p_action = 'signal' THEN ARRAY['run_id_path', 'run_id', 'event_id_path'] ELSE '{}'::text[] END;
     FOR v_field IN SELECT jsonb_object_keys(v_options) LOOP
         IF NOT v_field = ANY (v_known) THEN
             PERFORM flowforge._invalid_trigger(format('unknown option "%s" for a %s trigger that %ss (known: %s)',

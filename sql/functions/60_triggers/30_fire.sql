@@ -154,6 +154,9 @@ BEGIN
                          ELSE jsonb_build_object('payload', v_payload) END || v_trigger.input,
                     left(v_event_id, 200), p_now);
                 v_outcome := 'signalled';
+                -- The machine it moved, for the record (a start records its workflow above).
+                v_definition := (SELECT e.definition_id FROM flowforge.engine_run e
+                                 WHERE e.organization_id = p_org AND e.run_id = v_run_id);
             END IF;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_state = RETURNED_SQLSTATE, v_error = MESSAGE_TEXT;

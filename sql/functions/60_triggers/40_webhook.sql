@@ -17,9 +17,8 @@ DECLARE
     c_unauthorized constant jsonb := '{"status": 401, "error": "unknown trigger or bad signature"}';
     v_now constant timestamptz := flowforge.now();
     v_limit constant integer := (SELECT s.max_payload_bytes FROM flowforge.setting s);
-    -- An empty header is no delivery id (the receiver passes none for it); a
-    -- longer one is cut to the 200 characters a delivery id may have.
-    v_delivery_id constant text := left(nullif(receive_webhook.delivery_id, ''), 200);
+    -- An empty header is no delivery id (the receiver passes none for it).
+    v_delivery_id constant text := nullif(receive_webhook.delivery_id, '');
     v_org uuid;
     v_trigger record;
     v_mac bytea;
@@ -28,6 +27,10 @@ DECLARE
 BEGIN
     IF receive_webhook.body IS NULL OR octet_length(receive_webhook.body) > v_limit THEN
         RETURN jsonb_build_object('status', 413, 'error', format('the body is over the limit of %s bytes', v_limit));
+    END IF;
+    -- Two ids sharing their first 200 characters must never be one delivery.
+    IF length(v_delivery_id) > 200 THEN
+        RETURN jsonb_build_object('status', 400, 'error', 'the delivery id (X-FlowForge-Delivery) is over 200 characters');
     END IF;
     SELECT o.id INTO v_org FROM flowforge.organization o WHERE o.slug = receive_webhook.organization;
     SELECT t.id, t.name, t.trigger_type, s.secret INTO v_trigger
@@ -86,7 +89,7 @@ COMMENT ON FUNCTION flowforge.receive_webhook(text, text, bytea, text, text) IS
   '(a refused firing recorded) — the same answer for both; 400 a body that is not JSON (a refused firing); 202 '
   'fired, with fire_trigger''s answer under "firing" (its outcome may be refused or failed: the delivery was '
   'recorded). The same delivery_id (X-FlowForge-Delivery) returns the first firing (202, duplicate: true), whatever '
-  'the body; an empty one is none, a longer one is cut to 200 characters. Executable only by '
-  'flowforge_webhook. Errors: FF009 a JSON body nested deeper than max_json_depth; FF008 a gateway login without a '
-  'valid token (the firing records its actor).';
+  'the body; an empty one is none; 400 one over 200 characters (nothing recorded). Executable only by '
+  'flowforge_webhook. Errors: FF009 a JSON body over the limits once stored (size, nesting depth) — the receiver '
+  'answers 413; FF008 a gateway login without a valid token (the firing records its actor).';
 SELECT flowforge._rights('flowforge.receive_webhook(text,text,bytea,text,text)', 'flowforge_system', '{flowforge_webhook}');

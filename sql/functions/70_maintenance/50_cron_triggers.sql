@@ -7,7 +7,9 @@
 -- After downtime, the trigger's catchup policy decides what fires:
 --   latest  one firing, for the newest missed slot (the default)
 --   all     every missed slot, oldest first, at most max_catchup of them
---   none    nothing that was missed: after downtime, the next slot after now
+--   none    nothing that was missed: after downtime only the newest due slot,
+--           and only when it is less than a minute late (a tick that came
+--           a little late is not downtime)
 -- (With no downtime — one slot due — all three fire it.)
 
 -- The newest slot of a schedule at or before p_until, starting from a due slot.
@@ -64,7 +66,10 @@ BEGIN
         v_slots := ARRAY[v_t.next_fire_at];  -- on time: one slot due
     ELSE
         v_slots := CASE v_t.options ->> 'catchup'
-            WHEN 'none' THEN '{}'::timestamptz[]
+            WHEN 'none' THEN ARRAY(
+                SELECT l FROM (SELECT flowforge._cron_latest(v_parsed, v_t.next_fire_at, p_now, v_t.timezone,
+                                                             v_t.options ->> 'on_gap', v_t.options ->> 'on_repeat') AS l) x
+                WHERE x.l > p_now - interval '1 minute')
             WHEN 'all' THEN ARRAY[v_t.next_fire_at] || ARRAY(
                 SELECT s FROM flowforge._cron_slots(v_parsed, v_t.next_fire_at, p_now, v_t.timezone,
                                                     v_t.options ->> 'on_gap', v_t.options ->> 'on_repeat',
@@ -75,11 +80,13 @@ BEGIN
         END;
     END IF;
     FOREACH v_slot IN ARRAY v_slots LOOP
-        PERFORM flowforge._fire_trigger(v_t.organization_id, v_t.id, v_t.name,
-                                        jsonb_build_object('trigger', v_t.name, 'slot', v_slot, 'timezone', v_t.timezone),
-                                        v_slot, 'cron:' || to_char(v_slot AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-                                        p_now);
-        v_fired := v_fired + 1;
+        -- A slot already fired (its delivery id recorded) is not counted again.
+        IF NOT coalesce((flowforge._fire_trigger(v_t.organization_id, v_t.id, v_t.name,
+                             jsonb_build_object('trigger', v_t.name, 'slot', v_slot, 'timezone', v_t.timezone),
+                             v_slot, 'cron:' || to_char(v_slot AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                             p_now) ->> 'duplicate')::boolean, false) THEN
+            v_fired := v_fired + 1;
+        END IF;
     END LOOP;
     -- The next slot after now; a schedule with none left stops.
     v_next := flowforge._cron_next(v_parsed, p_now, v_t.timezone, v_t.options ->> 'on_gap', v_t.options ->> 'on_repeat');
@@ -93,7 +100,7 @@ COMMENT ON FUNCTION flowforge._fire_cron_trigger(uuid, timestamptz) IS
   'Internal: fires the due slots of cron trigger p_trigger_id (taken FOR UPDATE SKIP LOCKED: 0 when another daemon '
   'has it) under its catchup policy — each slot one _fire_trigger with delivery id cron:<slot in UTC>, fired_on the '
   'slot, payload {"trigger", "slot", "timezone"} — then moves next_fire_at to the first slot after now. Returns how '
-  'many slots fired.';
+  'many slots fired (a slot whose firing already existed is not counted).';
 
 CREATE OR REPLACE FUNCTION flowforge._fire_cron_triggers(p_orgs uuid[], p_max integer, p_now timestamptz)
 RETURNS integer

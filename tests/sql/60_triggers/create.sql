@@ -8,7 +8,7 @@
 BEGIN;
 SET LOCAL client_min_messages = warning;
 SET LOCAL TimeZone = 'UTC';
-SELECT plan(143);
+SELECT plan(144);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:02:00+00');
 
 SELECT isnt(flowforge_test.define_single('cr_job'), NULL, 'fixture: workflow cr_job (a DAG)');
@@ -121,15 +121,16 @@ INSERT INTO refusal (what, trigger_type, action, target, options, expected) VALU
     ('a signal whose event starts with a digit', 'webhook', 'signal', '1paid', '{"secret": "0123456789abcdef", "run_id_path": "$.r"}', '^FF002 invalid trigger: a signal trigger''s target'),
     -- options in general
     ('options that are not an object', 'webhook', 'start', 'cr_job', '["secret"]', '^FF002 invalid trigger: options must be a JSON object$'),
-    ('an unknown option', 'webhook', 'start', 'cr_job', '{"secret": "0123456789abcdef", "sekret": 1}', '^FF002 invalid trigger: unknown option "sekret" for a webhook trigger that starts \(known: input, event_id_path, secret\)$'),
+    ('an unknown option', 'webhook', 'start', 'cr_job', '{"secret": "0123456789abcdef", "sekret": 1}', '^FF002 invalid trigger: unknown option "sekret" for a webhook trigger that starts \(known: input, secret\)$'),
     ('a cron option on a webhook', 'webhook', 'start', 'cr_job', '{"secret": "0123456789abcdef", "cron": "* * * * *"}', '^FF002 invalid trigger: unknown option "cron" for a webhook trigger'),
-    ('a webhook option on a cron trigger', 'cron', 'start', 'cr_job', '{"cron": "* * * * *", "secret": "0123456789abcdef"}', '^FF002 invalid trigger: unknown option "secret" for a cron trigger that starts \(known: input, event_id_path, cron, timezone, catchup, max_catchup, on_gap, on_repeat\)$'),
+    ('a webhook option on a cron trigger', 'cron', 'start', 'cr_job', '{"cron": "* * * * *", "secret": "0123456789abcdef"}', '^FF002 invalid trigger: unknown option "secret" for a cron trigger that starts \(known: input, cron, timezone, catchup, max_catchup, on_gap, on_repeat\)$'),
     ('run_id_path on a start trigger', 'filesystem', 'start', 'cr_job', '{"path": "/d", "run_id_path": "$.r"}', '^FF002 invalid trigger: unknown option "run_id_path" for a filesystem trigger that starts'),
     ('run_id on a start trigger', 'gitpoll', 'start', 'cr_job', '{"repo": "/r", "run_id": "01234567-89ab-cdef-0123-456789abcdef"}', '^FF002 invalid trigger: unknown option "run_id" for a gitpoll trigger that starts'),
+    ('event_id_path on a start trigger', 'webhook', 'start', 'cr_job', '{"secret": "0123456789abcdef", "event_id_path": "$.id"}', '^FF002 invalid trigger: unknown option "event_id_path" for a webhook trigger that starts'),
     ('an input that is not an object', 'webhook', 'start', 'cr_job', '{"secret": "0123456789abcdef", "input": [1]}', '^FF002 invalid trigger: input must be a JSON object'),
     ('a NULL input', 'webhook', 'start', 'cr_job', '{"secret": "0123456789abcdef", "input": null}', '^FF002 invalid trigger: input must be a JSON object'),
-    ('an event_id_path that is no jsonpath', 'webhook', 'start', 'cr_job', '{"secret": "0123456789abcdef", "event_id_path": "$.["}', '^FF002 invalid trigger: event_id_path must be a jsonpath into the payload, such as "\$.run_id", got "\$.\["$'),
-    ('an event_id_path that is a number', 'webhook', 'start', 'cr_job', '{"secret": "0123456789abcdef", "event_id_path": 7}', '^FF002 invalid trigger: event_id_path must be a jsonpath'),
+    ('an event_id_path that is no jsonpath', 'webhook', 'signal', 'paid', '{"secret": "0123456789abcdef", "run_id_path": "$.run", "event_id_path": "$.["}', '^FF002 invalid trigger: event_id_path must be a jsonpath into the payload, such as "\$.run_id", got "\$.\["$'),
+    ('an event_id_path that is a number', 'webhook', 'signal', 'paid', '{"secret": "0123456789abcdef", "run_id_path": "$.run", "event_id_path": 7}', '^FF002 invalid trigger: event_id_path must be a jsonpath'),
     -- a signal names its run
     ('a signal naming no run', 'webhook', 'signal', 'paid', '{"secret": "0123456789abcdef"}', '^FF002 invalid trigger: a signal names the run it moves: give run_id_path .* or run_id, not both$'),
     ('a signal naming its run twice', 'webhook', 'signal', 'paid', '{"secret": "0123456789abcdef", "run_id_path": "$.r", "run_id": "01234567-89ab-cdef-0123-456789abcdef"}', '^FF002 invalid trigger: a signal names the run it moves'),

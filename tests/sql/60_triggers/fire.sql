@@ -164,11 +164,13 @@ SELECT results_eq(
     'its history: the event, its id from event_id_path, the payload merged with the trigger''s input');
 SELECT is(pg_temp.firing('signal') - 'id' - 'trigger_id' - 'payload',
           jsonb_build_object('organization_id', '00000000-0000-0000-0000-000000000001', 'trigger_name', 'fr-pay',
-                             'trigger_type', 'webhook', 'action', 'signal', 'definition_id', NULL, 'event', 'paid',
-                             'run_id', pg_temp.run('M1'), 'outcome', 'signalled', 'error', NULL,
+                             'trigger_type', 'webhook', 'action', 'signal',
+                             'definition_id', (SELECT e.definition_id FROM flowforge.engine_run e
+                                               WHERE e.run_id = pg_temp.run('M1')),
+                             'event', 'paid', 'run_id', pg_temp.run('M1'), 'outcome', 'signalled', 'error', NULL,
                              'fired_on', '2030-01-01T00:02:00+00:00', 'recorded_at', '2030-01-01T00:02:00+00:00',
                              'delivery_id', NULL, 'created_by', 'postgres'),
-          'its firing row: action signal, the event, the run it moved (no definition: a signal names an event, not a workflow)');
+          'its firing row: action signal, the event, the run it moved and that run''s definition (the machine)');
 SELECT is(pg_temp.fire('signal again', 'fr-pay', jsonb_build_object('order', jsonb_build_object('run', pg_temp.run('M1')), 'amount', 150, 'id', 'evt-1'))
           -> 'signal' ->> 'outcome', 'duplicate', 'the same event id again: send_event says duplicate');
 SELECT results_eq($$SELECT pg_temp.answer('signal again') ->> 'outcome', pg_temp.answer('signal again') ->> 'run_id',

@@ -198,11 +198,13 @@ SELECT is(pg_temp.hook('empty delivery 2', 'default', 'wh-start', pg_temp.b('{}'
 SELECT is(pg_temp.hook('empty delivery 400', 'default', 'wh-start', pg_temp.b('?'), pg_temp.signed('?'), '') ->> 'status', '400',
           'and a non-JSON body with an empty delivery id is a plain 400');
 SELECT is(pg_temp.firing('empty delivery 1') -> 'delivery_id', 'null'::jsonb, 'recorded without a delivery id');
-SELECT is(pg_temp.hook('long delivery', 'default', 'wh-start', pg_temp.b('{}'), pg_temp.signed('{}'), repeat('L', 250)) -> 'firing' ->> 'outcome',
-          'started', 'a delivery id over 200 characters');
-SELECT is(pg_temp.firing('long delivery') ->> 'delivery_id', repeat('L', 200), 'is cut to its first 200 characters');
-SELECT is(pg_temp.hook('long delivery 2', 'default', 'wh-start', pg_temp.b('{}'), pg_temp.signed('{}'), repeat('L', 200) || 'other')
-          -> 'firing' -> 'duplicate', 'true'::jsonb, 'so another id with the same first 200 characters is its replay');
+SELECT is(pg_temp.hook('long delivery', 'default', 'wh-start', pg_temp.b('{}'), pg_temp.signed('{}'), repeat('L', 250)),
+          '{"status": 400, "error": "the delivery id (X-FlowForge-Delivery) is over 200 characters"}'::jsonb,
+          'a delivery id over 200 characters: 400 (cut, two ids sharing their first 200 characters would be one)');
+SELECT is((SELECT count(*)::int FROM flowforge.trigger_firing WHERE delivery_id LIKE 'LLLL%'), 0,
+          'nothing recorded for it');
+SELECT is(pg_temp.hook('long delivery 2', 'default', 'wh-start', pg_temp.b('{}'), pg_temp.signed('{}'), repeat('L', 200))
+          -> 'firing' ->> 'outcome', 'started', 'a delivery id of exactly 200 characters fires');
 SELECT is(pg_temp.hook('d-1 to wh-pay', 'default', 'wh-pay', pg_temp.b('{"run":"00000000-0000-0000-0000-0000000000aa"}'),
                        pg_temp.signed('{"run":"00000000-0000-0000-0000-0000000000aa"}'), 'd-1') -> 'firing' ->> 'outcome',
           'refused', 'another webhook''s delivery d-1 is its own (refused: the run does not exist)');

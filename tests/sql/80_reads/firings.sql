@@ -40,7 +40,7 @@ SELECT results_eq(
                    (2, 'hook-2', 'lf-hook', 'webhook', 'start', NULL, 'lf_job', 'started', NULL, '2030-03-01 11:00+00', 'h-2', '{"secret_of": "sender 2"}'),
                    (3, 'pay refused', 'lf-pay', 'filesystem', 'signal', 'paid', NULL, 'refused',
                     'the payload names no run at $."run" (found ''nope'') (FF003)', '2030-03-01 10:45+00', NULL, '{"run": "nope"}'),
-                   (4, 'pay', 'lf-pay', 'filesystem', 'signal', 'paid', NULL, 'signalled', NULL, '2030-03-01 10:30+00', NULL,
+                   (4, 'pay', 'lf-pay', 'filesystem', 'signal', 'paid', 'lf_order', 'signalled', NULL, '2030-03-01 10:30+00', NULL,
                     jsonb_build_object('run', (SELECT run FROM m), 'amount', 200)::text),
                    (5, 'hook-1', 'lf-hook', 'webhook', 'start', NULL, 'lf_job', 'started', NULL, '2030-03-01 10:00+00', 'h-1', '{"secret_of": "sender 1"}'),
                    (6, 'unknown', 'lf-nobody', NULL, NULL, NULL, NULL, 'refused', 'no trigger named ''lf-nobody''', '2030-03-01 09:30+00', NULL, '{"who": "nobody"}'),
