@@ -269,7 +269,8 @@ def test_an_agent_dies_soft_work_moves_on_hard_work_waits_for_it(world):
     a, b, c = world(), world(), world()
     for conn, name in ((a, "agent-a"), (b, "agent-b"), (c, "agent-c")):
         register_agent(conn, name, HB)
-    two_steps = {"kind": "graph", "start": "one", "edges": [{"from": "one", "to": "two"}, {"from": "two", "to": "done"}]}
+    two_steps = {"kind": "graph", "start": "one",
+                 "edges": [{"from": "one", "to": "two"}, {"from": "two", "to": "done"}]}
     for name, queue, policy in (("soft_wf", "sq", "soft"), ("hard_wf", "hq", "hard")):
         node = {"queue": queue, "affinity": "run", "affinity_policy": policy}
         define(setup, {"name": name, **two_steps, "nodes": [{"key": "one", **node}, {"key": "two", **node},

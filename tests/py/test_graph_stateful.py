@@ -38,7 +38,14 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from helpers_engines import (
     ILLEGAL_TRANSITION,
@@ -141,7 +148,8 @@ def graphs(draw) -> Graph:
     nodes = {key: {"final": False, "max_attempts": draw(st.integers(1, 2)),
                    "max_visits": draw(st.one_of(st.none(), st.integers(1, 3)))} for key in work}
     nodes |= {key: {"final": True, "max_attempts": None, "max_visits": None} for key in finals}
-    return Graph(start="n0", max_steps=draw(st.one_of(st.integers(1, 2), st.integers(6, 25), st.integers(6, 25))), nodes=nodes,
+    max_steps = draw(st.one_of(st.integers(1, 2), st.integers(6, 25), st.integers(6, 25)))
+    return Graph(start="n0", max_steps=max_steps, nodes=nodes,
                  edges=[(frm, to, draw(conds)) for frm, to in edges])
 
 
@@ -222,8 +230,8 @@ class GraphWalk(RuleBasedStateMachine):
         """_graph_enter: max_visits, then max_steps, then the step; a final node ends the run."""
         node = self.graph.nodes[key]
         if node["max_visits"] is not None and run.visits[key] >= node["max_visits"]:
-            self._finish(run, "failed", "max_visits",
-                         f'node "{key}" would be entered a {run.visits[key] + 1}th time (max_visits {node["max_visits"]})')
+            self._finish(run, "failed", "max_visits", f'node "{key}" would be entered a {run.visits[key] + 1}th '
+                                                      f'time (max_visits {node["max_visits"]})')
             return
         if run.steps >= self.graph.max_steps:
             self._finish(run, "failed", "max_steps",

@@ -52,7 +52,8 @@ INSUFFICIENT_PRIVILEGE = "42501"
 
 
 def _start(conn, workflow: str, payload: dict | None = None):
-    return conn.execute("SELECT flowforge.start_run(%s, %s::jsonb)", (workflow, json.dumps(payload or {}))).fetchone()[0]
+    return conn.execute("SELECT flowforge.start_run(%s, %s::jsonb)",
+                        (workflow, json.dumps(payload or {}))).fetchone()[0]
 
 
 def _claim(conn, agent: str, queue: str = "default", batch: int = 10) -> list[tuple]:
@@ -111,7 +112,8 @@ def test_ids_and_names_of_another_tenant_answer_like_random_ones(world: World) -
     cases = [
         ("heartbeat_work", "SELECT flowforge.heartbeat_work(%s, %s, '1 minute')", (ia1, ta1), (rnd_item, ta1),
          [ia1], [rnd_item]),
-        ("complete_work", "SELECT flowforge.complete_work(%s, %s, '{}')", (ia1, ta1), (rnd_item, ta1), [ia1], [rnd_item]),
+        ("complete_work", "SELECT flowforge.complete_work(%s, %s, '{}')", (ia1, ta1), (rnd_item, ta1),
+         [ia1], [rnd_item]),
         ("fail_work", "SELECT flowforge.fail_work(%s, %s, 'boom', false)", (ia1, ta1), (rnd_item, ta1),
          [ia1], [rnd_item]),
         ("get_run (graph)", "SELECT flowforge.get_run(%s)", (ga1,), (rnd_run,), [ga1], [rnd_run]),
@@ -267,7 +269,8 @@ def test_a_tenant_does_not_see_another_tenants_graph_runs(world: World) -> None:
             == NOT_FOUND
     # The owner sees its own: get_run of a graph run shows its items and where it is.
     detail = w.conn("viewer").execute("SELECT flowforge.get_run(%s)", (w.ids["ga1"],)).fetchone()[0]
-    assert (detail["kind"], detail["state"], detail["position"], detail["path"]) == ("graph", "running", "work", ["work"])
+    assert (detail["kind"], detail["state"], detail["position"], detail["path"]) == \
+        ("graph", "running", "work", ["work"])
     assert {i["id"] for i in detail["items"]} == {str(w.ids["ia1"])}
     assert w.conn("viewer").execute("SELECT flowforge.resolve_run(%s)", (w.ids["ga1"],)).fetchone()[0][
         "engine_kind"] == "graph"

@@ -227,7 +227,8 @@ def test_reaper_first_with_retries_left_the_holder_is_refused_and_the_next_claim
     set_clock(holder, row["next_attempt_at"])
     (again,) = claim_work(holder, ["rr"], "second-holder")
     assert (again["work_item_id"], again["fencing_token"], again["attempt"]) == (item, token + 2, 2)
-    assert sqlstate_of(lambda: complete_work(holder, item, token, {"late": True})) == STALE_TOKEN  # the first holder, still refused
+    # The first holder is still refused.
+    assert sqlstate_of(lambda: complete_work(holder, item, token, {"late": True})) == STALE_TOKEN
     complete_work(holder, item, again["fencing_token"], {"ok": True})
     assert graph_status(holder, run)[0] == "succeeded"
 

@@ -284,7 +284,8 @@ def test_item_reaper_candidates_use_work_item_lease_idx(conn, orgs):
 
 def test_claiming_agent_lookup_uses_agent_name_key(conn):
     _check_copy(conn, CLAIMING_AGENT, CLAIMING_AGENT_ROW, CLAIMING_AGENT_SOURCE)
-    prepare = "PREPARE agent_row(timestamptz, uuid, text) AS " + CLAIMING_AGENT_ROW.format(now="$1", org="$2", name="$3")
+    prepare = "PREPARE agent_row(timestamptz, uuid, text) AS " + CLAIMING_AGENT_ROW.format(now="$1", org="$2",
+                                                                                           name="$3")
     nodes = _explain(conn, f"EXECUTE agent_row(now(), {ORG}, 'agent-20')", "flowforge_owner", prepare)
     _assert_uses_index(nodes, "agent_name_key", "agent")
 
