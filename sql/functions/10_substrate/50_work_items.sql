@@ -109,25 +109,48 @@ BEGIN
 
     -- Pick first, into an array (the LIMIT runs once): lower priority first, then
     -- ready longest; one ordered index scan per queue (and per name), merged.
-    SELECT array_agg(p.id) INTO v_ids FROM (
-        SELECT c.id
-        FROM (SELECT DISTINCT u.name FROM unnest(claim_work.queues) AS u(name)) AS q(name)
-        CROSS JOIN (SELECT DISTINCT n.name FROM unnest(coalesce(claim_work.task_names, ARRAY[NULL::text])) AS n(name)) AS k(name)
-        CROSS JOIN LATERAL (
-            SELECT w.id, w.priority, w.next_attempt_at FROM flowforge.work_item w
-            WHERE w.organization_id = v_org AND w.status = 'pending' AND w.queue = q.name
-              AND (k.name IS NULL OR w.task_name = k.name)
-              AND w.next_attempt_at <= v_now
-              AND (claim_work.engine_kinds IS NULL OR w.engine_kind = ANY (claim_work.engine_kinds))
-              AND (w.worker_params IS NULL OR v_agent.labels @> w.worker_params)
-              AND (w.affinity_key IS NULL
-                   OR (v_agent.registered AND NOT flowforge._pinned_elsewhere(v_org, w.affinity_key, w.affinity_policy,
-                                                                               claim_work.agent, v_now)))
-            ORDER BY w.priority, w.next_attempt_at
-            LIMIT claim_work.batch
-            FOR UPDATE SKIP LOCKED) c
-        ORDER BY c.priority, c.next_attempt_at
-        LIMIT claim_work.batch) p;
+    IF claim_work.task_names IS NOT NULL THEN
+        -- Only what the caller can run: one ordered scan of work_item_ready_by_name_idx per
+        -- (queue, name). Its own statement, as in claim(): a "name IS NULL OR task_name = name"
+        -- filter cannot be an index condition, so the generic plan would walk
+        -- work_item_status_priority_idx past every pending item of other names on the queue.
+        SELECT array_agg(p.id) INTO v_ids FROM (
+            SELECT c.id
+            FROM (SELECT DISTINCT u.name FROM unnest(claim_work.queues) AS u(name)) AS q(name)
+            CROSS JOIN (SELECT DISTINCT n.name FROM unnest(claim_work.task_names) AS n(name)) AS k(name)
+            CROSS JOIN LATERAL (
+                SELECT w.id, w.priority, w.next_attempt_at FROM flowforge.work_item w
+                WHERE w.organization_id = v_org AND w.status = 'pending' AND w.queue = q.name
+                  AND w.task_name = k.name AND w.next_attempt_at <= v_now
+                  AND (claim_work.engine_kinds IS NULL OR w.engine_kind = ANY (claim_work.engine_kinds))
+                  AND (w.worker_params IS NULL OR v_agent.labels @> w.worker_params)
+                  AND (w.affinity_key IS NULL
+                       OR (v_agent.registered AND NOT flowforge._pinned_elsewhere(v_org, w.affinity_key, w.affinity_policy,
+                                                                                   claim_work.agent, v_now)))
+                ORDER BY w.priority, w.next_attempt_at
+                LIMIT claim_work.batch
+                FOR UPDATE SKIP LOCKED) c
+            ORDER BY c.priority, c.next_attempt_at
+            LIMIT claim_work.batch) p;
+    ELSE
+        SELECT array_agg(p.id) INTO v_ids FROM (
+            SELECT c.id
+            FROM (SELECT DISTINCT u.name FROM unnest(claim_work.queues) AS u(name)) AS q(name)
+            CROSS JOIN LATERAL (
+                SELECT w.id, w.priority, w.next_attempt_at FROM flowforge.work_item w
+                WHERE w.organization_id = v_org AND w.status = 'pending' AND w.queue = q.name
+                  AND w.next_attempt_at <= v_now
+                  AND (claim_work.engine_kinds IS NULL OR w.engine_kind = ANY (claim_work.engine_kinds))
+                  AND (w.worker_params IS NULL OR v_agent.labels @> w.worker_params)
+                  AND (w.affinity_key IS NULL
+                       OR (v_agent.registered AND NOT flowforge._pinned_elsewhere(v_org, w.affinity_key, w.affinity_policy,
+                                                                                   claim_work.agent, v_now)))
+                ORDER BY w.priority, w.next_attempt_at
+                LIMIT claim_work.batch
+                FOR UPDATE SKIP LOCKED) c
+            ORDER BY c.priority, c.next_attempt_at
+            LIMIT claim_work.batch) p;
+    END IF;
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
