@@ -6,7 +6,7 @@
 -- nobody can name a query for should not exist (docs/data-model.md).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(174);
+SELECT plan(175);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -153,6 +153,9 @@ SELECT is(pg_temp.indexdef('work_item_task_idx'),
 SELECT is(pg_temp.indexdef('agent_name_key'),
     'CREATE UNIQUE INDEX agent_name_key ON flowforge.agent USING btree (organization_id, name)',
     'agent_name_key: (organization_id, name) — agents are addressed by name, per organization');
+SELECT is(pg_temp.indexdef('agent_live_idx'),
+    'CREATE INDEX agent_live_idx ON flowforge.agent USING btree (organization_id) WHERE ((status)::text <> ''inactive''::text)',
+    'agent_live_idx: the agents not inactive yet — the sweep''s candidates, however many dead ones piled up');
 SELECT is(pg_temp.indexdef('affinity_binding_key_uq'),
     'CREATE UNIQUE INDEX affinity_binding_key_uq ON flowforge.affinity_binding USING btree (organization_id, affinity_key)',
     'affinity_binding_key_uq: (organization_id, affinity_key) — one binding per key: two agents racing to pin it, one wins');
@@ -320,7 +323,7 @@ SELECT indexes_are('flowforge', 'work_item', ARRAY[
     'work_item_pkey', 'work_item_status_priority_idx', 'work_item_ready_by_name_idx', 'work_item_lease_idx',
     'work_item_run_idx', 'work_item_parent_idx', 'work_item_task_idx', 'work_item_checkpoint_item_idx',
     'work_item_checkpoint_live_uq', 'work_item_checkpoint_done_uq']);
-SELECT indexes_are('flowforge', 'agent', ARRAY['agent_pkey', 'agent_name_key']);
+SELECT indexes_are('flowforge', 'agent', ARRAY['agent_pkey', 'agent_name_key', 'agent_live_idx']);
 SELECT indexes_are('flowforge', 'affinity_binding', ARRAY['affinity_binding_pkey', 'affinity_binding_key_uq', 'affinity_binding_agent_idx']);
 SELECT indexes_are('flowforge', 'engine', ARRAY['engine_pkey', 'engine_tenant_engine_uq', 'engine_one_serving_per_org', 'engine_engine_idx']);
 SELECT indexes_are('flowforge', 'graph_run', ARRAY['graph_run_pkey', 'graph_run_runid_uq']);

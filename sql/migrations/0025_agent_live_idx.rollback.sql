@@ -1,0 +1,2 @@
+-- transactional: false
+DROP INDEX CONCURRENTLY IF EXISTS flowforge.agent_live_idx;
