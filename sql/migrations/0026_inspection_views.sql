@@ -227,14 +227,14 @@ WITH clock AS (
     SELECT 'task_run'::text AS unit_kind, tr.id AS unit_id, tr.organization_id, tr.workflow_run_id AS run_id,
            'dag'::text AS engine_kind, tr.task_key::text AS name, tr.task_key::text AS node, tr.queue::text AS queue,
            tr.state::text AS status, tr.task_id, tr.attempt, tr.priority, tr.ready_at AS available_at,
-           tr.created_at, tr.started_at, tr.lease_owner::text AS holder, tr.fencing_token, tr.affinity_key,
+           tr.created_at, tr.started_at, NULL::text AS holder, tr.fencing_token, tr.affinity_key,
            tr.affinity_policy::text AS affinity_policy, tr.worker_params, tr.error, NULL::bigint AS event_seq
     FROM flowforge.task_run tr
     WHERE tr.state = 'ready'
     UNION ALL
     -- Pending task runs of the live runs.
     SELECT 'task_run', tr.id, tr.organization_id, tr.workflow_run_id, 'dag', tr.task_key, tr.task_key, tr.queue,
-           tr.state, tr.task_id, tr.attempt, tr.priority, tr.ready_at, tr.created_at, tr.started_at, tr.lease_owner,
+           tr.state, tr.task_id, tr.attempt, tr.priority, tr.ready_at, tr.created_at, tr.started_at, NULL,
            tr.fencing_token, tr.affinity_key, tr.affinity_policy, tr.worker_params, tr.error, NULL
     FROM flowforge.workflow_run r
     JOIN flowforge.task_run tr ON tr.workflow_run_id = r.id AND tr.state = 'pending'
@@ -251,7 +251,7 @@ WITH clock AS (
     -- Pending work items: work_item_status_priority_idx (partial on pending). A fan-out child shows as key[i].
     SELECT 'work_item', w.id, w.organization_id, w.run_id, w.engine_kind,
            w.task_name || coalesce('[' || w.item_index || ']', ''), w.task_name, w.queue, w.status, w.task_id,
-           w.retry_count + 1, w.priority, w.next_attempt_at, w.created_at, w.dispatched_at, w.leased_by,
+           w.retry_count + 1, w.priority, w.next_attempt_at, w.created_at, w.dispatched_at, NULL,
            w.fencing_token, w.affinity_key, w.affinity_policy, w.worker_params, w.error, NULL
     FROM flowforge.work_item w
     WHERE w.status = 'pending'
@@ -296,7 +296,9 @@ SELECT u.organization_id, o.slug::text AS organization, u.unit_kind, u.unit_id, 
                'dispatched to exchange %s, waiting for the broker: its message is not published%s',
                f.outbox ->> 'exchange',
                CASE WHEN (f.outbox ->> 'publish_attempts')::int > 0
-                    THEN format(' (refused %s times, last: %s; next try %s)', f.outbox ->> 'publish_attempts',
+                    THEN format(' (refused %s, last: %s; next try %s)',
+                                CASE WHEN f.outbox ->> 'publish_attempts' = '1' THEN 'once'
+                                     ELSE (f.outbox ->> 'publish_attempts') || ' times' END,
                                 f.outbox ->> 'last_error', f.outbox ->> 'next_attempt_at')
                     ELSE '' END)
            WHEN 'pinned_to_unavailable_agent' THEN format(
@@ -310,7 +312,9 @@ SELECT u.organization_id, o.slug::text AS organization, u.unit_kind, u.unit_id, 
                'ready since %s on push queue %s: the daemon''s dispatch duty (tick) hands it to the outbox',
                u.available_at, u.queue)
            ELSE format('ready since %s, not claimed yet%s', u.available_at,
-                       coalesce(format(' (pinned to agent %s, the only one that may take it)', f.pin ->> 'agent'), ''))
+                       CASE WHEN f.pin ->> 'agent' IS NOT NULL
+                            THEN format(' (pinned to agent %s, the only one that may take it)', f.pin ->> 'agent')
+                            ELSE '' END)
        END AS explanation,
        CASE WHEN r.reason IN ('run_cancelled', 'run_ended') THEN run.ended_at
             WHEN r.reason = 'waiting_on_dependencies' THEN u.created_at
@@ -546,7 +550,8 @@ WITH clock AS (
     SELECT g.organization_id, g.run_id, 'graph', g.definition_id, g.status::text, g.created_at,
            format('node %s (step %s, entered %s): %s', g.task, g.steps, s.entered_at,
                   CASE WHEN w.id IS NULL THEN 'no outstanding work item'
-                       WHEN w.leased_by = 'flowforge:fan-out' THEN format('held by its fan-out, %s children live', k.live)
+                       WHEN w.status = 'dispatched' AND w.leased_by = 'flowforge:fan-out'
+                            THEN format('held by its fan-out, %s children live', k.live)
                        WHEN w.status = 'dispatched' THEN format('its item is dispatched to %s, lease until %s',
                                                                 w.leased_by, w.lease_expires_at)
                        WHEN w.next_attempt_at > flowforge.now() THEN format('its item is pending, in backoff until %s',
@@ -568,7 +573,8 @@ WITH clock AS (
         ORDER BY x.created_at DESC, x.id DESC LIMIT 1) w ON true
     LEFT JOIN LATERAL (
         SELECT count(*) AS live FROM flowforge.work_item x
-        WHERE w.leased_by = 'flowforge:fan-out' AND x.organization_id = g.organization_id AND x.run_id = g.run_id
+        WHERE w.status = 'dispatched' AND w.leased_by = 'flowforge:fan-out'
+          AND x.organization_id = g.organization_id AND x.run_id = g.run_id
           AND x.status IN ('pending', 'dispatched') AND x.checkpoint_id IS NOT NULL) k ON true
     WHERE g.status = 'running' AND g.created_at < flowforge.now() - c.threshold
     UNION ALL
@@ -579,7 +585,8 @@ WITH clock AS (
                                                                           a.lease_expires_at)
                                  WHEN a.next_attempt_at > flowforge.now() THEN format(', in backoff until %s', a.next_attempt_at)
                                  ELSE '' END,
-                            CASE WHEN q.queued > 0 THEN format('; %s events queued', q.queued) ELSE '' END)
+                            CASE WHEN q.queued = 1 THEN '; 1 event queued'
+                                 WHEN q.queued > 1 THEN format('; %s events queued', q.queued) ELSE '' END)
                 ELSE format('resting in state %s, waiting for an event%s%s', m.state,
                             coalesce(' (' || ev.accepted || ')', ''),
                             coalesce(format(' or its timer to %s at %s', tm.target, tm.fire_at), '')) END,
@@ -794,13 +801,15 @@ COMMENT ON VIEW flowforge.tenant_usage IS
 -- evidence for dropping it, once the counters have seen a representative
 -- period. serves is the index's comment: the query it exists for.
 CREATE VIEW flowforge.index_usage WITH (security_invoker = true) AS
-SELECT t.relname::text AS table_name, i.relname::text AS index_name, coalesce(s.idx_scan, 0) AS idx_scan,
+-- (Names as text in the database's default collation, not name's "C": they compare with any text.)
+SELECT t.relname::text COLLATE "default" AS table_name, i.relname::text COLLATE "default" AS index_name,
+       coalesce(s.idx_scan, 0) AS idx_scan,
        coalesce(s.idx_tup_read, 0) AS idx_tup_read, coalesce(s.idx_tup_fetch, 0) AS idx_tup_fetch,
        pg_relation_size(i.oid) AS size_bytes, pg_size_pretty(pg_relation_size(i.oid)) AS size,
        x.indisunique AS is_unique, x.indisprimary AS is_primary, x.indisvalid AS is_valid,
        x.indpred IS NOT NULL AS is_partial,
        coalesce(s.idx_scan, 0) = 0 AND NOT x.indisunique AS unused,
-       obj_description(i.oid, 'pg_class') AS serves,
+       obj_description(i.oid, 'pg_class') COLLATE "default" AS serves,
        pg_get_indexdef(i.oid) AS definition,
        (SELECT d.stats_reset FROM pg_stat_database d WHERE d.datname = current_database()) AS counted_since
 FROM pg_index x
