@@ -312,8 +312,11 @@ SELECT u.organization_id, o.slug::text AS organization, u.unit_kind, u.unit_id, 
                'ready since %s on push queue %s: the daemon''s dispatch duty (tick) hands it to the outbox',
                u.available_at, u.queue)
            ELSE format('ready since %s, not claimed yet%s', u.available_at,
-                       CASE WHEN f.pin ->> 'agent' IS NOT NULL
+                       CASE WHEN f.pin ->> 'status' = 'active'
                             THEN format(' (pinned to agent %s, the only one that may take it)', f.pin ->> 'agent')
+                            WHEN f.pin IS NOT NULL
+                            THEN format(' (pinned to agent %s, which is %s: the next agent to claim it takes the pin)',
+                                        f.pin ->> 'agent', f.pin ->> 'status')
                             ELSE '' END)
        END AS explanation,
        CASE WHEN r.reason IN ('run_cancelled', 'run_ended') THEN run.ended_at
@@ -388,7 +391,7 @@ CROSS JOIN LATERAL (
             LEFT JOIN flowforge.agent a ON a.organization_id = b.organization_id AND a.name = b.agent_id
             WHERE b.organization_id = u.organization_id AND b.affinity_key = u.affinity_key) END AS pin,
         -- Is there an active registered agent that could take it (labels contain its selectors)?
-        CASE WHEN u.worker_params IS NOT NULL OR u.affinity_key IS NOT NULL THEN EXISTS (
+        CASE WHEN u.worker_params <> '{}' OR u.affinity_key IS NOT NULL THEN EXISTS (
             SELECT 1 FROM flowforge.agent a
             WHERE a.organization_id = u.organization_id AND a.deleted_at IS NULL
               AND (u.worker_params IS NULL OR a.metadata @> u.worker_params)
@@ -419,7 +422,7 @@ CROSS JOIN LATERAL (
         WHEN u.holder = 'dispatch' THEN 'awaiting_broker'
         WHEN u.affinity_policy = 'hard' AND f.pin ->> 'status' IN ('draining', 'inactive')
             THEN 'pinned_to_unavailable_agent'
-        WHEN u.worker_params IS NOT NULL AND NOT f.eligible_agent THEN 'no_agent_with_labels'
+        WHEN u.worker_params <> '{}' AND NOT f.eligible_agent THEN 'no_agent_with_labels'
         WHEN u.affinity_key IS NOT NULL AND (f.pin IS NULL OR f.pin ->> 'status' <> 'active') AND NOT f.eligible_agent
             THEN 'affinity_needs_agent'
         WHEN f.push THEN 'awaiting_dispatch'

@@ -9,7 +9,7 @@
 --   pinned_to_unavailable_agent, no_agent_with_labels, affinity_needs_agent,
 --   awaiting_dispatch, ready
 BEGIN;
-SELECT plan(60);
+SELECT plan(61);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 SELECT columns_are('flowforge', 'why_not_ready', ARRAY[
@@ -198,6 +198,19 @@ SELECT is((pg_temp.why(:'r_pin', 'c')).explanation,
           format('hard-pinned by affinity key run:%s to agent wn-pin-agent, which is draining: it waits until that agent is '
                  'active again or its pins are released', :'r_pin'),
           'pinned_to_unavailable_agent: in words');
+-- Soft: pinned to a draining agent, the work goes to the next agent that claims it.
+SELECT flowforge_test.define_diamond('wn_soft', '{"queue": "wn-soft", "affinity": "run"}') \gset
+SELECT flowforge.start_run('wn_soft') AS r_soft \gset
+SELECT flowforge.register_agent('wn-soft-a') \gset
+SELECT task_run_id AS soft_a, fencing_token AS soft_tok
+FROM flowforge.claim(ARRAY['wn-soft'], 'wn-soft-a', '30 seconds', 1) \gset
+SELECT flowforge.complete(:'soft_a', :'soft_tok') \gset
+SELECT flowforge.set_agent_status('wn-soft-a', 'draining') \gset
+SELECT flowforge.register_agent('wn-soft-b') \gset
+SELECT is((pg_temp.why(:'r_soft', 'b')).explanation,
+          'ready since 2030-01-01 00:00:00+00, not claimed yet (pinned to agent wn-soft-a, which is draining: the next '
+          'agent to claim it takes the pin)',
+          'ready, soft-pinned to a draining agent: the next claimer rebinds it');
 SELECT flowforge_test.set_clock('2030-01-01 00:05:00+00') \gset
 SELECT is((pg_temp.why(:'r_pin', 'b')).detail -> 'affinity' ->> 'agent_status', 'inactive',
           'an agent whose heartbeat is older than agent_timeout is inactive, whatever it declared');
