@@ -739,7 +739,7 @@ WITH runs AS (
     WHERE e.kind IN ('completed', 'failed', 'lease_expired', 'timed_out')
       AND e.created_at > flowforge.now() - interval '1 day' AND e.created_at <= flowforge.now()
       AND (e.kind IN ('completed', 'failed') OR e.to_state = 'failed')
-      AND (e.task_run_id IS NOT NULL OR e.work_item_id IS NOT NULL)
+      -- (Every event of these kinds is a task run's or a work item's: a run's own are run_*.)
     GROUP BY e.organization_id
 ), sample AS (
     -- About 50,000 rows' worth of each history table's blocks (all of them while it is smaller).
