@@ -102,3 +102,41 @@ class Catalog:
     def outbox_waiting(self) -> int:
         """Unpublished outbox messages of every organization (the ``outbox_backlog`` inspection view)."""
         return fetch_value(self.conn, queries.OUTBOX_WAITING)
+
+    # --- the inspection views (migration 0026), for doctor --deep -----------------
+
+    def inspection_installed(self) -> bool:
+        """Whether the inspection views exist (the schema is at 0026 or later)."""
+        return fetch_value(self.conn, queries.INSPECTION_INSTALLED)
+
+    def without_jit(self) -> None:
+        """Turn JIT compilation off for this session: it would cost the views seconds and save nothing."""
+        fetch_value(self.conn, queries.NO_JIT)
+
+    def why_not_ready_reasons(self) -> list[dict]:
+        """{reason, units}: how many waiting units each reason of ``why_not_ready`` holds, most first."""
+        return fetch_all(self.conn, queries.WHY_NOT_READY_REASONS)
+
+    def why_not_ready(self, limit: int) -> list[dict]:
+        """The ``why_not_ready`` rows waiting longest, at most ``limit`` (each with the view's ``total``)."""
+        return fetch_all(self.conn, queries.WHY_NOT_READY, {"limit": limit})
+
+    def queue_depth(self, limit: int) -> list[dict]:
+        """The ``queue_depth`` rows, the deepest queues first."""
+        return fetch_all(self.conn, queries.QUEUE_DEPTH, {"limit": limit})
+
+    def stuck_runs(self, limit: int) -> list[dict]:
+        """The ``stuck_runs`` rows, stuck longest first."""
+        return fetch_all(self.conn, queries.STUCK_RUNS, {"limit": limit})
+
+    def worker_load(self, limit: int) -> list[dict]:
+        """The ``worker_load`` rows, the busiest first."""
+        return fetch_all(self.conn, queries.WORKER_LOAD, {"limit": limit})
+
+    def tenant_usage(self, limit: int) -> list[dict]:
+        """The ``tenant_usage`` rows, the largest history first."""
+        return fetch_all(self.conn, queries.TENANT_USAGE, {"limit": limit})
+
+    def index_usage(self, limit: int) -> list[dict]:
+        """The ``index_usage`` rows, unused first, then the least scanned (with totals over every index)."""
+        return fetch_all(self.conn, queries.INDEX_USAGE, {"limit": limit})

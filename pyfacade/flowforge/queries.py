@@ -139,6 +139,78 @@ SELECT a.pid, a.usename::text AS usename, nullif(a.application_name, '') AS appl
  ORDER BY a.xact_start
 """
 
+# --- inspection (doctor --deep): the DBA's views of migration 0026 ---------------
+# One statement per view, each its one SELECT (docs/operations.md), ordered for
+# a reader and cut to %(limit)s rows; `total` is how many rows the view has.
+# Ages are computed here, in seconds, so the renderer prints them compactly.
+
+INSPECTION_INSTALLED = "SELECT to_regclass('flowforge.why_not_ready') IS NOT NULL AS installed"
+
+# The views join and aggregate enough for the planner to JIT-compile them on a
+# large database, which costs seconds and saves nothing: off for doctor's session.
+NO_JIT = "SELECT set_config('jit', 'off', false) AS jit"
+
+WHY_NOT_READY_REASONS = """
+SELECT reason, count(*)::bigint AS units FROM flowforge.why_not_ready GROUP BY reason ORDER BY 2 DESC, 1
+"""
+
+WHY_NOT_READY = """
+SELECT organization, unit_kind, unit_id, run_id, engine_kind, name, queue, status, reason, explanation, since, until,
+       extract(epoch FROM now() - since)::float8 AS waiting_seconds, detail, count(*) OVER () AS total
+  FROM flowforge.why_not_ready
+ ORDER BY since NULLS LAST, organization, run_id, name
+ LIMIT %(limit)s::int
+"""
+
+QUEUE_DEPTH = """
+SELECT organization, unit_kind, queue, delivery, ready, running, scheduled, oldest_ready_at,
+       extract(epoch FROM oldest_ready_age)::float8 AS oldest_ready_seconds, next_scheduled_at, claims_last_minute,
+       count(*) OVER () AS total
+  FROM flowforge.queue_depth
+ ORDER BY ready DESC, running DESC, organization, unit_kind, queue
+ LIMIT %(limit)s::int
+"""
+
+STUCK_RUNS = """
+SELECT organization, run_id, engine_kind, workflow, version, status, since,
+       extract(epoch FROM stuck_for)::float8 AS stuck_seconds, extract(epoch FROM threshold)::float8 AS threshold_seconds,
+       waiting_on, detail, count(*) OVER () AS total
+  FROM flowforge.stuck_runs
+ ORDER BY since, run_id
+ LIMIT %(limit)s::int
+"""
+
+WORKER_LOAD = """
+SELECT organization, worker, kind, status, declared_status, task_runs, work_items, by_queue, oldest_held_since,
+       -- A fan-out's held units never expire ('infinity', which Python's datetime cannot hold).
+       CASE WHEN isfinite(nearest_lease_expiry) THEN nearest_lease_expiry END AS nearest_lease_expiry,
+       CASE WHEN isfinite(nearest_lease_expiry) THEN extract(epoch FROM nearest_lease_expiry - now())::float8
+            WHEN nearest_lease_expiry IS NOT NULL THEN 'Infinity'::float8 END AS lease_left_seconds,
+       last_heartbeat_at, extract(epoch FROM heartbeat_age)::float8 AS heartbeat_age_seconds, last_claim_at, pins,
+       count(*) OVER () AS total
+  FROM flowforge.worker_load
+ ORDER BY task_runs + work_items DESC, organization, worker
+ LIMIT %(limit)s::int
+"""
+
+TENANT_USAGE = """
+SELECT organization, runs, live_runs, runs_by_engine, succeeded_last_hour, failed_last_hour, succeeded_last_day,
+       failed_last_day, history_rows, history_bytes, history, history_exact, count(*) OVER () AS total
+  FROM flowforge.tenant_usage
+ ORDER BY history_bytes DESC, runs DESC, organization
+ LIMIT %(limit)s::int
+"""
+
+# Unused first (the candidates to drop), then the least scanned, the largest first.
+INDEX_USAGE = """
+SELECT table_name, index_name, idx_scan, size_bytes, size, is_unique, unused, serves, counted_since,
+       count(*) OVER () AS total, count(*) FILTER (WHERE unused) OVER () AS unused_total,
+       sum(size_bytes) OVER ()::bigint AS total_bytes
+  FROM flowforge.index_usage
+ ORDER BY unused DESC, idx_scan, size_bytes DESC, table_name, index_name
+ LIMIT %(limit)s::int
+"""
+
 # --- migrations that wait for a lock (flowforge.lock_waits) --------------------
 
 # Who blocks a waiting backend of `flowforge migrate` (by its application_name)

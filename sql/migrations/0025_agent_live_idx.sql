@@ -7,3 +7,5 @@
 -- depends: 0024_webhook_schema_usage
 
 CREATE INDEX CONCURRENTLY IF NOT EXISTS agent_live_idx ON flowforge.agent (organization_id) WHERE status <> 'inactive';
+COMMENT ON INDEX flowforge.agent_live_idx IS
+  'the agent sweep (every tick): the agents not inactive yet, however many dead workers'' rows piled up';

@@ -22,7 +22,10 @@ shipped SQL files define (``flowforge.shipped``): a function no file defines
 is a signature that changed and was never dropped.
 
 Layout: ``check`` (the result type), ``schema`` (server, schema, functions,
-tooling), ``sessions`` (connections, logins, old transactions), ``broker``.
+tooling), ``sessions`` (connections, logins, old transactions), ``broker``;
+``inspection`` is ``doctor --deep``: the DBA's answers from the inspection
+views (why work is not ready, queue depth, stuck runs, worker load, tenant
+usage, index usage), printed after the checks and never failing them.
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 -- (columns, order, direction, partial predicate), so do the extra indexes of
 -- the migrations (0015: the substrate and the graph engine; 0016: the DAG's
 -- claim indexes re-shaped for lower priority first; 0017: the state-machine
--- engine; 0020/0021: fan-out; 0022/0023: triggers), and each table has exactly the indexes listed — an index
--- nobody can name a query for should not exist (docs/data-model.md).
+-- engine; 0020/0021: fan-out; 0022/0023: triggers; 0027: the inspection views' windows and sweeps),
+-- and each table has exactly the indexes listed — an index nobody can name a query for should not exist
+-- (docs/data-model.md), so every index carries the query it serves as its comment (0026).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(175);
+SELECT plan(184);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -291,6 +292,35 @@ SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.ind
              AND c.relname IN ('scheduled_trigger_live_name_uq', 'engine_run_triggered_by') AND i.indisvalid AND i.indisready), 2,
           'the two indexes 0023 builds CONCURRENTLY are valid and ready');
 
+-- 0027: the inspection views' recent windows and stuck-run sweeps
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('idx_event_throughput'),
+    'CREATE INDEX idx_event_throughput ON flowforge.task_run_event USING btree (kind, created_at) INCLUDE (organization_id, to_state) WHERE ((kind)::text = ANY ((ARRAY[''claimed''::character varying, ''completed''::character varying, ''failed''::character varying, ''lease_expired''::character varying, ''timed_out''::character varying])::text[]))',
+    'idx_event_throughput: (kind, created_at) INCLUDE (organization_id, to_state) partial on the kinds it counts — '
+    'claims in the last minute (queue_depth), work finished in the last hour and day (tenant_usage)');
+SELECT is(pg_temp.indexdef('graph_run_live_age'),
+    'CREATE INDEX graph_run_live_age ON flowforge.graph_run USING btree (created_at) WHERE ((status)::text = ''running''::text)',
+    'graph_run_live_age: (created_at) partial on running — the stuck-run sweep of graph runs');
+SELECT is(pg_temp.indexdef('machine_run_live_age'),
+    'CREATE INDEX machine_run_live_age ON flowforge.machine_run USING btree (created_at) WHERE ((status)::text = ''running''::text)',
+    'machine_run_live_age: (created_at) partial on running — the stuck-run sweep of machines');
+SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           WHERE c.relnamespace = 'flowforge'::regnamespace
+             AND c.relname IN ('idx_event_throughput', 'graph_run_live_age', 'machine_run_live_age')
+             AND i.indisvalid AND i.indisready), 3,
+          'the three indexes 0027 builds CONCURRENTLY are valid and ready');
+
+-- ---------------------------------------------------------------------------
+-- Every index says which query it serves (COMMENT ON INDEX, 0026): the text
+-- index_usage shows beside idx_scan. A new index without one fails here.
+-- ---------------------------------------------------------------------------
+SELECT is_empty(
+    $$SELECT t.relname || '.' || i.relname FROM pg_index x
+      JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+      WHERE t.relnamespace = 'flowforge'::regnamespace
+        AND coalesce(length(btrim(obj_description(i.oid, 'pg_class'))), 0) < 10$$,
+    'every flowforge index has a comment naming the query it serves (COMMENT ON INDEX; docs/data-model.md)');
+
 -- ---------------------------------------------------------------------------
 -- Exactly these indexes per table
 -- ---------------------------------------------------------------------------
@@ -311,7 +341,8 @@ SELECT indexes_are('flowforge', 'idempotency_key', ARRAY['idempotency_key_pkey',
 SELECT indexes_are('flowforge', 'outbox_message', ARRAY[
     'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending', 'idx_outbox_run']);
 SELECT indexes_are('flowforge', 'task_run_event', ARRAY[
-    'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level', 'idx_event_work_item']);
+    'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level', 'idx_event_work_item',
+    'idx_event_throughput']);
 SELECT indexes_are('flowforge', 'queue', ARRAY['queue_pkey', 'idx_queue_push']);
 SELECT indexes_are('flowforge', 'api_key_usage', ARRAY['api_key_usage_pkey']);
 SELECT indexes_are('flowforge', 'server_secret', ARRAY['server_secret_pkey']);
@@ -326,11 +357,11 @@ SELECT indexes_are('flowforge', 'work_item', ARRAY[
 SELECT indexes_are('flowforge', 'agent', ARRAY['agent_pkey', 'agent_name_key', 'agent_live_idx']);
 SELECT indexes_are('flowforge', 'affinity_binding', ARRAY['affinity_binding_pkey', 'affinity_binding_key_uq', 'affinity_binding_agent_idx']);
 SELECT indexes_are('flowforge', 'engine', ARRAY['engine_pkey', 'engine_tenant_engine_uq', 'engine_one_serving_per_org', 'engine_engine_idx']);
-SELECT indexes_are('flowforge', 'graph_run', ARRAY['graph_run_pkey', 'graph_run_runid_uq']);
+SELECT indexes_are('flowforge', 'graph_run', ARRAY['graph_run_pkey', 'graph_run_runid_uq', 'graph_run_live_age']);
 SELECT indexes_are('flowforge', 'graph_step', ARRAY['graph_step_pkey']);
 SELECT indexes_are('flowforge', 'graph_visit', ARRAY['graph_visit_pkey']);
 SELECT indexes_are('flowforge', 'graph_edge', ARRAY['graph_edge_pkey', 'idx_graph_edge_workflow']);
-SELECT indexes_are('flowforge', 'machine_run', ARRAY['machine_run_pkey', 'machine_run_runid_uq']);
+SELECT indexes_are('flowforge', 'machine_run', ARRAY['machine_run_pkey', 'machine_run_runid_uq', 'machine_run_live_age']);
 SELECT indexes_are('flowforge', 'machine_transition', ARRAY['machine_transition_pkey']);
 SELECT indexes_are('flowforge', 'machine_event_queue', ARRAY['machine_event_queue_pkey']);
 SELECT indexes_are('flowforge', 'machine_event_seen', ARRAY['machine_event_seen_pkey']);
@@ -636,6 +667,27 @@ SELECT matches(pg_temp.plan_of($$
     SELECT kind FROM flowforge.task_run_event WHERE work_item_id = '00000000-0000-0000-0000-000000000000'
     ORDER BY created_at$$),
     '^(?!.*Sort).*Index Scan using idx_event_work_item', 'a work item''s events read idx_event_work_item, no sort');
+
+-- The inspection views' windows and sweeps (0027): the claims of the last
+-- minute, the work finished in the last day, the stuck graph and machine runs.
+SELECT matches(pg_temp.plan_of($$
+    SELECT e.task_run_id, e.work_item_id FROM flowforge.task_run_event e
+    WHERE e.kind = 'claimed' AND e.created_at > now() - interval '1 minute' AND e.created_at <= now()$$),
+    'Index (Only )?Scan using idx_event_throughput', 'the claims of the last minute (queue_depth) read idx_event_throughput');
+SELECT matches(pg_temp.plan_of($$
+    SELECT e.organization_id, count(*) FROM flowforge.task_run_event e
+    WHERE e.kind IN ('completed', 'failed', 'lease_expired', 'timed_out')
+      AND e.created_at > now() - interval '1 day' AND e.created_at <= now()
+      AND (e.kind IN ('completed', 'failed') OR e.to_state = 'failed')
+    GROUP BY e.organization_id$$),
+    'Index Only Scan using idx_event_throughput',
+    'the work finished in the last day (tenant_usage) is an index-only scan of idx_event_throughput');
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.graph_run WHERE status = 'running' AND created_at < now() - interval '1 hour'$$),
+    'Index Scan using graph_run_live_age', 'the stuck-run sweep of graph runs reads graph_run_live_age');
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.machine_run WHERE status = 'running' AND created_at < now() - interval '1 hour'$$),
+    'Index Scan using machine_run_live_age', 'the stuck-run sweep of machines reads machine_run_live_age');
 
 -- Fan-out's other reads by key: _tasks_ready's probe for ready fanning tasks
 -- (every time tasks become ready, so generic and custom), a checkpoint by its

@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(285);
+SELECT plan(288);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the eight group roles exist (0022 added flowforge_webhook, the
@@ -506,6 +506,22 @@ SELECT is_empty(
       WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('v', 'm')
         AND NOT coalesce(c.reloptions @> ARRAY['security_invoker=true'], false)$$,
     'every flowforge view is security_invoker');
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('v', 'm')
+        AND pg_get_userbyid(c.relowner) <> 'flowforge_owner'$$,
+    'every flowforge view is owned by flowforge_owner');
+-- The views are the DBA's (and monitoring's) reads: flowforge_readonly reads every one.
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('v', 'm')
+        AND NOT has_table_privilege('flowforge_readonly', c.oid, 'SELECT')$$,
+    'flowforge_readonly can SELECT every flowforge view');
+SELECT is_empty(
+    $$SELECT c.relname::text FROM pg_class c
+      WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind IN ('v', 'm')
+        AND coalesce(length(btrim(obj_description(c.oid, 'pg_class'))), 0) < 10$$,
+    'every flowforge view has a comment saying the question it answers');
 
 -- Default privileges: a function the owners create later is closed until granted.
 SELECT is_empty(

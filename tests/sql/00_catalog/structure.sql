@@ -1,12 +1,13 @@
 -- Schema structure: the tables of the migrations (0015 adds the substrate
 -- every engine shares and the graph engine's tables, 0017 the state-machine
 -- engine's, 0020 fan-out's checkpoint and its element pages, 0022 the triggers' secrets and firing
--- log on seed 000's scheduled_trigger made the general trigger table), their exact columns, generated columns,
+-- log on seed 000's scheduled_trigger made the general trigger table), the views (0008, 0026), their exact columns,
+-- generated columns,
 -- key column types, tenancy columns, primary keys, every foreign key with its
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(691);
+SELECT plan(692);
 
 SELECT has_schema('flowforge');
 
@@ -665,6 +666,15 @@ SELECT is(
     ARRAY['fillfactor=80'],
     'work_item leaves 20% free per page, like task_run'
 );
+
+-- ---------------------------------------------------------------------------
+-- Views: 0008's monitoring views and 0026's inspection views (their columns
+-- and rows are tested in tests/sql/80_reads/inspection/).
+-- ---------------------------------------------------------------------------
+SELECT views_are('flowforge', ARRAY[
+    'outbox_backlog', 'run_overview',
+    'why_not_ready', 'queue_depth', 'stuck_runs', 'worker_load', 'tenant_usage', 'index_usage'
+], 'flowforge has exactly the views of 0008 and 0026');
 
 -- ---------------------------------------------------------------------------
 -- The built-in default organization
