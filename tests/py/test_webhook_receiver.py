@@ -12,7 +12,11 @@ answer first.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import socket
+import subprocess
+from pathlib import Path
 
 import httpx
 import psycopg
@@ -214,3 +218,22 @@ def test_the_receiver_connects_as_a_login_that_may_call_receive_webhook_only(wor
 def test_healthz_says_whether_the_database_answers(world):
     health = httpx.get(world["serve"].url + "/healthz", timeout=30)
     assert health.status_code == 200 and health.json() == {"status": "ok", "database": "ok"}
+
+
+def test_the_signing_example_in_docs_triggers_md_runs_as_written(world):
+    """docs/triggers.md's openssl + curl block, with this test's secret and URL, gets a 202."""
+    if not (shutil.which("openssl") and shutil.which("curl")):
+        pytest.fail("openssl and curl are needed (make system-deps installs them)", pytrace=False)
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "triggers.md").read_text(encoding="utf-8")
+    script = re.search(r"With `openssl` and `curl`:\n\n```sh\n(.*?)```", doc, re.S).group(1)
+    assert script.count("SECRET=") == 1 and script.count("URL=") == 1
+    webhook(world["dsn"], "docs-hook")
+    script = re.sub(r"^SECRET=.*$", f"SECRET='{SECRET}'", script, flags=re.M)
+    script = re.sub(r"^URL=.*$", f"URL='{world['serve'].url}/hooks/default/docs-hook'", script, flags=re.M)
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script + "\n"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["outcome"] == "started"
+    [row] = firings(world["dsn"], "docs-hook")
+    assert row["payload"] == {"ref": "refs/heads/main", "after": "9fceb02"} and row["delivery_id"] == "push-0001"
