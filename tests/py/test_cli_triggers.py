@@ -160,3 +160,16 @@ def test_an_empty_organization_says_how_to_begin(ff):
     assert "no triggers yet" in ok(ff("trigger", "list"))
     assert ok(ff("trigger", "firings")) == "no firings\n"
     assert json.loads(ok(ff("trigger", "list", "--json"))) == []
+
+
+def test_serve_without_a_database_or_with_a_bad_dsn_is_one_line(tmp_path):
+    from test_cli_foundation import run
+
+    nowhere = run("serve", "--port", "1", cwd=tmp_path)  # no DSN, no embedded database in this folder
+    assert_one_line_error(nowhere)
+    assert "no database" in nowhere.stderr
+    bad = run("--dsn", "not-a-dsn", "serve", "--port", "1")
+    assert_one_line_error(bad)
+    bad_hooks = run("--dsn", "host=127.0.0.1", "serve", "--port", "1", "--hooks-dsn", "not-a-dsn")
+    assert_one_line_error(bad_hooks)
+    assert "invalid DSN" in bad_hooks.stderr

@@ -16,11 +16,14 @@ import re
 import shutil
 import socket
 import subprocess
+import uuid
 from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
+from psycopg import sql as pgsql
+from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 from conftest import create_database, drop_database
@@ -237,3 +240,31 @@ def test_the_signing_example_in_docs_triggers_md_runs_as_written(world):
     assert answer["outcome"] == "started"
     [row] = firings(world["dsn"], "docs-hook")
     assert row["payload"] == {"ref": "refs/heads/main", "after": "9fceb02"} and row["delivery_id"] == "push-0001"
+
+
+def test_a_receiver_login_without_flowforge_webhook_is_the_receivers_fault_not_the_senders(world, admin_dsn):
+    """A misconfigured login: 500 with a plain message (the detail in serve's log), never a 401 or a traceback."""
+    role = f"ff_nohooks_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
+    serve = None
+    try:
+        serve = ServeProcess(world["dsn"], hooks_dsn=make_conninfo(world["dsn"], user=role))
+        webhook(world["dsn"], "misconfigured")
+        body = b'{"a": 1}'
+        answer = httpx.post(serve.url + "/hooks/default/misconfigured", content=body, timeout=30,
+                            headers={"X-FlowForge-Signature": sign(SECRET, body)})
+        assert answer.status_code == 500
+        assert answer.json() == {"error": "the receiver could not record this delivery"}
+        assert "receive_webhook failed" in serve.log and "permission denied" in serve.log
+        assert "Traceback" not in serve.log
+        assert firings(world["dsn"], "misconfigured") == []
+    finally:
+        if serve is not None:
+            serve.stop()
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(TERMINATE, (role,))
+            conn.execute(pgsql.SQL("DROP ROLE IF EXISTS {}").format(pgsql.Identifier(role)))
+
+
+TERMINATE = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s"
