@@ -319,3 +319,209 @@ def test_roles_below_member_and_unauthenticated_gateways_are_refused(world: Worl
     after = w.snapshot()
     after.pop("api_key_usage"), before.pop("api_key_usage")
     assert after == before
+
+
+# ---------------------------------------------------------------------------
+# The state-machine engine (issue 14): machine runs, send_event, their actions
+# ---------------------------------------------------------------------------
+#
+# On top of the world above: both organizations define a machine "m" (issue 14's order
+# machine, its action "ship" on queue "mq").
+#   org-a: ma1 rests in awaiting_payment; ma2 was paid with event id "evt-1" and is suspended
+#          in shipping, its action item iam2 claimed by alice under token tam2; ma3 was paid
+#          too, its action item pending.
+#   org-b: mb1 rests in awaiting_payment; mb2 was paid, its action item pending.
+
+def _machine(name: str = "m") -> dict:
+    from helpers_sdk_engines import order
+    return order(name, queue="mq")
+
+
+def _send(conn, run, event: str = "paid", payload: dict | None = None, event_id: str | None = None):
+    return conn.execute("SELECT flowforge.send_event(%s, %s, %s::jsonb, %s)",
+                        (run, event, json.dumps(payload if payload is not None else {"amount": 150}), event_id)
+                        ).fetchone()[0]
+
+
+@pytest.fixture
+def machines(world: World) -> World:
+    w = world
+    alice, bob = w.conn("alice"), w.conn("bob")
+    define(alice, _machine())
+    w.ids["ma1"] = _start(alice, "m", {"who": "alice"})
+    w.ids["ma2"] = _start(alice, "m", {"who": "alice, paid"})
+    assert _send(alice, w.ids["ma2"], event_id="evt-1")["outcome"] == "applied"
+    [(w.ids["iam2"], w.ids["tam2"], _)] = _claim(alice, "a-ship", queue="mq")
+    w.ids["ma3"] = _start(alice, "m")
+    _send(alice, w.ids["ma3"])
+    w.ids["iam3"] = w.one("SELECT id FROM flowforge.work_item WHERE run_id = %s", (w.ids["ma3"],))
+    define(bob, _machine())
+    w.ids["mb1"] = _start(bob, "m", {"who": "bob"})
+    w.ids["mb2"] = _start(bob, "m", {"who": "bob, paid"})
+    _send(bob, w.ids["mb2"])
+    w.ids["ibm2"] = w.one("SELECT id FROM flowforge.work_item WHERE run_id = %s", (w.ids["mb2"],))
+    return w
+
+
+def test_the_machine_world_is_what_it_claims_to_be(machines: World) -> None:
+    w = machines
+    states = dict(w.op.execute("SELECT run_id, state || '/' || suspended FROM flowforge.machine_run").fetchall())
+    assert states == {w.ids["ma1"]: "awaiting_payment/false", w.ids["ma2"]: "shipping/true",
+                      w.ids["ma3"]: "shipping/true", w.ids["mb1"]: "awaiting_payment/false",
+                      w.ids["mb2"]: "shipping/true"}
+    assert w.op.execute("SELECT status::text, fencing_token FROM flowforge.work_item WHERE id = %s",
+                        (w.ids["iam2"],)).fetchone() == ("dispatched", w.ids["tam2"])
+    assert w.one("SELECT organization_id FROM flowforge.machine_event_seen WHERE event_id = 'evt-1'") == w.ids["org_a"]
+
+
+def test_machine_ids_of_another_tenant_answer_like_random_ones(machines: World) -> None:
+    """send_event (with and without an event id — even one the victim's run has seen, so a
+    'duplicate' cannot leak that it exists), get_run, run_events, resolve_run, cancel_run, retry_run
+    on another tenant's machine run, and the work-item protocol on its action: every one FF001, word
+    for word what a random id gets, nothing changed."""
+    w = machines
+    ma1, ma2, iam2, tam2 = str(w.ids["ma1"]), str(w.ids["ma2"]), str(w.ids["iam2"]), w.ids["tam2"]
+    rnd_run, rnd_item = str(uuid.uuid4()), str(uuid.uuid4())
+    send = "SELECT flowforge.send_event(%s, %s, %s::jsonb, %s)"
+    cases = [
+        ("send_event", send, (ma1, "paid", '{"amount": 150}', None), (rnd_run, "paid", '{"amount": 150}', None),
+         [ma1], [rnd_run]),
+        ("send_event (an event the state refuses)", send, (ma1, "retry", "{}", None), (rnd_run, "retry", "{}", None),
+         [ma1], [rnd_run]),
+        ("send_event (suspended: would queue)", send, (ma2, "give_up", "{}", "evt-2"),
+         (rnd_run, "give_up", "{}", "evt-2"), [ma2], [rnd_run]),
+        ("send_event (an event id the run has seen)", send, (ma2, "paid", '{"amount": 150}', "evt-1"),
+         (rnd_run, "paid", '{"amount": 150}', "evt-1"), [ma2], [rnd_run]),
+        ("get_run (machine)", "SELECT flowforge.get_run(%s)", (ma1,), (rnd_run,), [ma1], [rnd_run]),
+        ("run_events (machine)", "SELECT * FROM flowforge.run_events(%s)", (ma2,), (rnd_run,), [ma2], [rnd_run]),
+        ("resolve_run (machine)", "SELECT flowforge.resolve_run(%s)", (ma1,), (rnd_run,), [ma1], [rnd_run]),
+        ("cancel_run (machine, resting)", "SELECT flowforge.cancel_run(%s, 'x')", (ma1,), (rnd_run,), [ma1], [rnd_run]),
+        ("cancel_run (machine, suspended)", "SELECT flowforge.cancel_run(%s, 'x')", (ma2,), (rnd_run,),
+         [ma2], [rnd_run]),
+        ("retry_run (machine)", "SELECT flowforge.retry_run(%s)", (ma1,), (rnd_run,), [ma1], [rnd_run]),
+        ("complete_work (machine action)", "SELECT flowforge.complete_work(%s, %s, '{}')", (iam2, tam2),
+         (rnd_item, tam2), [iam2], [rnd_item]),
+        ("fail_work (machine action)", "SELECT flowforge.fail_work(%s, %s, 'boom', false)", (iam2, tam2),
+         (rnd_item, tam2), [iam2], [rnd_item]),
+        ("heartbeat_work (machine action)", "SELECT flowforge.heartbeat_work(%s, %s, '1 minute')", (iam2, tam2),
+         (rnd_item, tam2), [iam2], [rnd_item]),
+    ]
+    before = w.snapshot()
+    mismatches = []
+    for attacker in ("bob", "badmin"):
+        mismatches += [f"{attacker} {m}" for m in _compare_with_random(w.conn(attacker), cases)]
+    assert w.snapshot() == before
+    key_b = api_key(w, org="org-b", admin="badmin")
+    before = w.snapshot()
+    gw = w.conn("gw")
+    for label, query, victim, random, vs, rs in cases:
+        results = []
+        for params, strs in ((victim, vs), (random, rs)):
+            with gw.transaction():
+                gw.execute("SELECT flowforge.authenticate(%s)", (key_b,))
+                try:
+                    with gw.transaction():
+                        gw.execute(query, params)
+                    results.append(None)
+                except psycopg.Error as exc:
+                    text = exc.diag.message_primary or ""
+                    for s in strs:
+                        text = text.replace(s, "<X>")
+                    results.append((exc.sqlstate, text))
+        if results[0] is None or results[0] != results[1]:
+            mismatches.append(f"gateway(org-b) {label}: victim -> {results[0]}; random -> {results[1]}")
+    assert mismatches == [], "\n".join(mismatches)
+    bob = w.conn("bob")
+    for label, query, victim, *_ in cases:
+        assert code_of(bob, query, victim) == NOT_FOUND, label
+    after = w.snapshot()
+    after.pop("api_key_usage"), before.pop("api_key_usage")
+    assert after == before
+    # The victim's machines are where they were, and alice still moves them.
+    alice = w.conn("alice")
+    assert _send(alice, w.ids["ma1"], event_id="evt-1")["outcome"] == "applied"  # event ids are per run
+    assert _send(alice, w.ids["ma2"], event_id="evt-1")["outcome"] == "duplicate"
+    alice.execute("SELECT flowforge.complete_work(%s, %s, '{\"tracking\": \"T\"}')", (w.ids["iam2"], w.ids["tam2"]))
+    assert w.op.execute("SELECT state, status FROM flowforge.machine_run WHERE run_id = %s",
+                        (w.ids["ma2"],)).fetchone() == ("delivered", "succeeded")
+
+
+def test_an_event_id_is_a_runs_own_across_tenants(machines: World) -> None:
+    """bob sends his own run the event id alice's run has seen: applied, not duplicate; alice's
+    record of it untouched; and the other way round."""
+    w = machines
+    seen_a = w.op.execute("SELECT to_jsonb(s)::text FROM flowforge.machine_event_seen s "
+                          "WHERE organization_id = %s", (w.ids["org_a"],)).fetchall()
+    got = _send(w.conn("bob"), w.ids["mb1"], event_id="evt-1")
+    assert (got["outcome"], got["state"]) == ("applied", "shipping")
+    assert w.op.execute("SELECT to_jsonb(s)::text FROM flowforge.machine_event_seen s "
+                        "WHERE organization_id = %s", (w.ids["org_a"],)).fetchall() == seen_a
+    assert _send(w.conn("bob"), w.ids["mb1"], event_id="evt-1")["outcome"] == "duplicate"
+    assert _send(w.conn("alice"), w.ids["ma1"], event_id="evt-1")["outcome"] == "applied"
+
+
+def test_a_tenant_never_claims_another_tenants_machine_actions(machines: World) -> None:
+    w = machines
+    bob = w.conn("bob")
+    got = bob.execute("SELECT work_item_id, run_id, engine_kind FROM flowforge.claim_work(ARRAY['mq', 'default'], "
+                      "'b-ship', '1 minute', 100, ARRAY['statemachine'])").fetchall()
+    assert [(r[0], r[1], r[2]) for r in got] == [(w.ids["ibm2"], w.ids["mb2"], "statemachine")]
+    assert w.op.execute("SELECT status::text FROM flowforge.work_item WHERE id = %s", (w.ids["iam3"],)).fetchone() \
+        == ("pending",)
+    key_b = api_key(w, org="org-b", admin="badmin")
+    gw = w.conn("gw")
+    with gw.transaction():
+        gw.execute("SELECT flowforge.authenticate(%s)", (key_b,))
+        assert _claim(gw, "b-ship", queue="mq") == []
+    assert [r[0] for r in _claim(w.conn("alice"), "a-ship", queue="mq")] == [w.ids["iam3"]]
+
+
+def test_a_tenant_does_not_see_another_tenants_machine_runs(machines: World) -> None:
+    w = machines
+    a_runs = {str(w.ids[k]) for k in ("ma1", "ma2", "ma3")}
+    for attacker in ("bob", "badmin"):
+        conn = w.conn(attacker)
+        listed = conn.execute("SELECT id, kind FROM flowforge.list_runs(NULL, NULL, 10000)").fetchall()
+        assert not a_runs & {str(r[0]) for r in listed}, attacker
+        assert {str(r[0]) for r in conn.execute("SELECT id FROM flowforge.list_runs('m', NULL, 10000)").fetchall()} \
+            == {str(w.ids["mb1"]), str(w.ids["mb2"])}
+        assert code_of(conn, "SELECT flowforge.resolve_run_id(%s)", (str(w.ids["ma1"])[:8],)) == NOT_FOUND
+    detail = w.conn("viewer").execute("SELECT flowforge.get_run(%s)", (w.ids["ma2"],)).fetchone()[0]
+    assert (detail["kind"], detail["machine_state"], detail["suspended"]) == ("statemachine", "shipping", True)
+    assert [h.get("event_id") for h in detail["history"]] == [None, "evt-1"]
+
+
+def test_roles_below_member_and_unauthenticated_gateways_cannot_move_machines(machines: World) -> None:
+    w = machines
+    ma1, ma2 = w.ids["ma1"], w.ids["ma2"]
+    writes = [
+        ("SELECT flowforge.send_event(%s, 'paid', '{\"amount\": 150}')", (ma1,)),
+        ("SELECT flowforge.send_event(%s, 'give_up', '{}', 'evt-9')", (ma2,)),
+        ("SELECT flowforge.cancel_run(%s)", (ma1,)),
+        ("SELECT flowforge.retry_run(%s)", (ma1,)),
+        ("SELECT flowforge.start_run('m', '{}')", None),
+        ("SELECT flowforge.complete_work(%s, %s, '{}')", (w.ids["iam2"], w.ids["tam2"])),
+    ]
+    before = w.snapshot()
+    viewer = w.conn("viewer")
+    assert [(q, c) for q, p in writes if (c := code_of(viewer, q, p)) != FORBIDDEN] == []
+    assert viewer.execute("SELECT count(*) FROM flowforge.run_events(%s)", (ma2,)).fetchone()[0] > 0
+    gw = w.conn("gw")
+    reads = [("SELECT flowforge.get_run(%s)", (ma1,)), ("SELECT * FROM flowforge.run_events(%s)", (ma1,))]
+    assert [(q, c) for q, p in writes + reads if (c := code_of(gw, q, p)) != UNAUTHENTICATED] == []
+    assert w.snapshot() == before
+    key = api_key(w, role="viewer")
+    for query, params in writes:
+        with gw.transaction():
+            gw.execute("SELECT flowforge.authenticate(%s)", (key,))
+            try:
+                with gw.transaction():
+                    gw.execute(query, params)
+                pytest.fail(f"viewer key: {query} succeeded")
+            except psycopg.Error as exc:
+                assert exc.sqlstate == FORBIDDEN, query
+    # A member key of org A moves org A's machine through the gateway.
+    key = api_key(w, role="member")
+    with gw.transaction():
+        gw.execute("SELECT flowforge.authenticate(%s)", (key,))
+        assert _send(gw, ma1)["state"] == "shipping"
