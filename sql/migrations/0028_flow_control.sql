@@ -400,8 +400,8 @@ CROSS JOIN LATERAL (
                                               AND kb.rate_limit = l.rate_limit AND kb.rate_per = l.rate_per
             -- tokens now (a bucket never used is full), and how long until the next whole one
             LEFT JOIN LATERAL (
-                SELECT x.level / x.per_us AS tokens,
-                       ((x.per_us - x.level % x.per_us) / q.rate_limit) * interval '1 microsecond' AS wait
+                SELECT trim_scale(round(x.level / x.per_us, 6)) AS tokens,
+                       ceil((x.per_us - x.level % x.per_us) / q.rate_limit) * interval '1 microsecond' AS wait
                 FROM (SELECT extract(epoch FROM q.rate_per) * 1000000 AS per_us,
                              CASE WHEN qb.level IS NULL THEN q.rate_limit * extract(epoch FROM q.rate_per) * 1000000
                                   ELSE least(q.rate_limit * extract(epoch FROM q.rate_per) * 1000000,
@@ -410,8 +410,8 @@ CROSS JOIN LATERAL (
                              END AS level
                       WHERE q.rate_limit IS NOT NULL) x) qt ON true
             LEFT JOIN LATERAL (
-                SELECT x.level / x.per_us AS tokens,
-                       ((x.per_us - x.level % x.per_us) / l.rate_limit) * interval '1 microsecond' AS wait
+                SELECT trim_scale(round(x.level / x.per_us, 6)) AS tokens,
+                       ceil((x.per_us - x.level % x.per_us) / l.rate_limit) * interval '1 microsecond' AS wait
                 FROM (SELECT extract(epoch FROM l.rate_per) * 1000000 AS per_us,
                              CASE WHEN kb.level IS NULL THEN l.rate_limit * extract(epoch FROM l.rate_per) * 1000000
                                   ELSE least(l.rate_limit * extract(epoch FROM l.rate_per) * 1000000,
@@ -573,11 +573,11 @@ WITH units AS (
         SELECT ln.organization_id, ln.unit_kind, ln.queue, 'rate', l.rate_name, l.rate_value, l.rate_limit, NULL,
                sum(ln.n), l.rate_per,
                -- tokens now; a bucket never used is full
-               CASE WHEN max(b.level) IS NULL THEN l.rate_limit::numeric
+               trim_scale(round(CASE WHEN max(b.level) IS NULL THEN l.rate_limit::numeric
                     ELSE least(l.rate_limit * extract(epoch FROM l.rate_per) * 1000000,
                                max(b.level) + l.rate_limit * least(extract(epoch FROM l.rate_per) * 1000000,
                                    greatest(0, extract(epoch FROM flowforge.now() - max(b.refilled_at)) * 1000000)))
-                         / (extract(epoch FROM l.rate_per) * 1000000) END
+                         / (extract(epoch FROM l.rate_per) * 1000000) END, 6))
         FROM lanes ln
         JOIN flowforge.flow_lane l ON l.organization_id = ln.organization_id AND l.id = ln.flow_lane
         LEFT JOIN flowforge.flow_bucket b ON b.organization_id = l.organization_id AND b.scope = 'key'
@@ -634,11 +634,11 @@ LEFT JOIN flowforge.flow_bucket qb ON q.rate_limit IS NOT NULL AND qb.organizati
                                   AND qb.scope = 'queue' AND qb.name = k.queue AND qb.value = 'null'
                                   AND qb.rate_limit = q.rate_limit AND qb.rate_per = q.rate_per
 LEFT JOIN LATERAL (
-    SELECT CASE WHEN qb.level IS NULL THEN q.rate_limit::numeric
+    SELECT trim_scale(round(CASE WHEN qb.level IS NULL THEN q.rate_limit::numeric
                 ELSE least(q.rate_limit * extract(epoch FROM q.rate_per) * 1000000,
                            qb.level + q.rate_limit * least(extract(epoch FROM q.rate_per) * 1000000,
                                greatest(0, extract(epoch FROM flowforge.now() - qb.refilled_at) * 1000000)))
-                     / (extract(epoch FROM q.rate_per) * 1000000) END AS tokens
+                     / (extract(epoch FROM q.rate_per) * 1000000) END, 6)) AS tokens
     WHERE q.rate_limit IS NOT NULL) qt ON true;
 COMMENT ON VIEW flowforge.queue_depth IS
   'How deep is each queue? Per organization, queue and kind of unit (task_run: DAG tasks, claim(); work_item: graph '
