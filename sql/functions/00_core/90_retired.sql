@@ -29,6 +29,11 @@ DROP FUNCTION IF EXISTS flowforge._dispatch_due(integer, timestamptz);
 DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, flowforge.task, jsonb, text, timestamptz, uuid);
 -- ... and gained the fan-out child's checkpoint, generation and element (issue 15).
 DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, uuid, text, jsonb, text, timestamptz, uuid);
+-- configure_queue(name, exchange, routing_key, dispatch_lease) -> configure_queue(..., max_running, rate)
+-- (flow control; issue 18).
+DROP FUNCTION IF EXISTS flowforge.configure_queue(text, text, text, interval);
+-- _dispatch_rows(ids, now) -> _dispatch_rows(ids, now, flow) (a flow-controlled push queue's units hold slots; issue 18).
+DROP FUNCTION IF EXISTS flowforge._dispatch_rows(uuid[], timestamptz);
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the

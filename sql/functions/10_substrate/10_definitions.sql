@@ -55,6 +55,131 @@ $$;
 COMMENT ON FUNCTION flowforge._spec_integer(jsonb, text, integer, integer) IS
   'Internal: parses a spec integer within [min, max]; raises FF002 naming the field otherwise.';
 
+-- Flow control a unit of work declares (docs/execution-model.md, "Flow control"),
+-- validated and normalized; {} when it declares none:
+--   "concurrency": {"key": <jsonpath into the input>, "max": 1..10000}
+--   "rate_limit":  {"key": <jsonpath into the input, or a fixed name>, "limit": 1..1000000,
+--                   "per": <duration, 1 millisecond .. 1 day>}
+--   "fairness":    {"key": <jsonpath into the input>, "weight": <number 0.001..1000, or a jsonpath>}  (weight 1)
+CREATE OR REPLACE FUNCTION flowforge._spec_flow(p_unit jsonb, p_label text) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+SET intervalstyle = 'postgres'
+AS $$
+DECLARE
+    c_name_pattern constant text := '^[A-Za-z][A-Za-z0-9_.:-]{0,199}$';
+    v_field text;
+    v_part jsonb;
+    v_per interval;
+    v_out jsonb := '{}';
+BEGIN
+    IF p_unit ? 'concurrency' THEN
+        v_part := p_unit -> 'concurrency';
+        IF jsonb_typeof(v_part) IS DISTINCT FROM 'object' THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s: concurrency must be an object such as {"key": "$.run.customer", "max": 2}', p_label));
+        END IF;
+        FOR v_field IN SELECT jsonb_object_keys(v_part) LOOP
+            IF v_field NOT IN ('key', 'max') THEN
+                PERFORM flowforge._invalid_definition(format('%s, concurrency: unknown field "%s" (known: key, max)',
+                                                             p_label, v_field));
+            END IF;
+        END LOOP;
+        IF jsonb_typeof(v_part -> 'key') IS DISTINCT FROM 'string' OR NOT flowforge._is_jsonpath(v_part ->> 'key')
+           OR flowforge._is_jsonpath_predicate(v_part ->> 'key') THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s, concurrency: key must be a jsonpath into the input, such as "$.run.customer", got %s',
+                p_label, coalesce((v_part -> 'key')::text, 'nothing')));
+        END IF;
+        v_out := v_out || jsonb_build_object('concurrency', jsonb_build_object(
+            'key', v_part ->> 'key',
+            'max', flowforge._spec_integer(coalesce(v_part -> 'max', 'null'), format('%s, concurrency: max', p_label), 1, 10000)));
+    END IF;
+    IF p_unit ? 'rate_limit' THEN
+        v_part := p_unit -> 'rate_limit';
+        IF jsonb_typeof(v_part) IS DISTINCT FROM 'object' THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s: rate_limit must be an object such as {"key": "payments-api", "limit": 10, "per": "1 second"}', p_label));
+        END IF;
+        FOR v_field IN SELECT jsonb_object_keys(v_part) LOOP
+            IF v_field NOT IN ('key', 'limit', 'per') THEN
+                PERFORM flowforge._invalid_definition(format('%s, rate_limit: unknown field "%s" (known: key, limit, per)',
+                                                             p_label, v_field));
+            END IF;
+        END LOOP;
+        -- A key starting with "$" is a jsonpath (one bucket per value), anything else a fixed name (one bucket).
+        IF jsonb_typeof(v_part -> 'key') IS DISTINCT FROM 'string'
+           OR NOT (CASE WHEN left(v_part ->> 'key', 1) = '$'
+                        THEN flowforge._is_jsonpath(v_part ->> 'key') AND NOT flowforge._is_jsonpath_predicate(v_part ->> 'key')
+                        ELSE (v_part ->> 'key') ~ c_name_pattern END) THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s, rate_limit: key must be a jsonpath into the input ("$.run.account") or a fixed name of 1-200 '
+                'letters, digits, "_", ".", ":" or "-" starting with a letter ("payments-api"), got %s',
+                p_label, coalesce((v_part -> 'key')::text, 'nothing')));
+        END IF;
+        v_per := flowforge._spec_interval(coalesce(v_part -> 'per', 'null'), format('%s, rate_limit: per', p_label));
+        IF v_per NOT BETWEEN interval '1 millisecond' AND interval '1 day' THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s, rate_limit: per must be between 1 millisecond and 1 day, got %s', p_label, v_part -> 'per'));
+        END IF;
+        v_out := v_out || jsonb_build_object('rate_limit', jsonb_build_object(
+            'key', v_part ->> 'key',
+            'limit', flowforge._spec_integer(coalesce(v_part -> 'limit', 'null'), format('%s, rate_limit: limit', p_label),
+                                             1, 1000000),
+            'per', v_per::text));
+    END IF;
+    IF p_unit ? 'fairness' THEN
+        v_part := p_unit -> 'fairness';
+        IF jsonb_typeof(v_part) IS DISTINCT FROM 'object' THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s: fairness must be an object such as {"key": "$.run.customer", "weight": 1}', p_label));
+        END IF;
+        FOR v_field IN SELECT jsonb_object_keys(v_part) LOOP
+            IF v_field NOT IN ('key', 'weight') THEN
+                PERFORM flowforge._invalid_definition(format('%s, fairness: unknown field "%s" (known: key, weight)',
+                                                             p_label, v_field));
+            END IF;
+        END LOOP;
+        IF jsonb_typeof(v_part -> 'key') IS DISTINCT FROM 'string' OR NOT flowforge._is_jsonpath(v_part ->> 'key')
+           OR flowforge._is_jsonpath_predicate(v_part ->> 'key') THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s, fairness: key must be a jsonpath into the input, such as "$.run.customer", got %s',
+                p_label, coalesce((v_part -> 'key')::text, 'nothing')));
+        END IF;
+        IF v_part ? 'weight' AND NOT (
+               (jsonb_typeof(v_part -> 'weight') = 'number'
+                AND (v_part ->> 'weight')::numeric BETWEEN 0.001 AND 1000)
+            OR (jsonb_typeof(v_part -> 'weight') = 'string' AND flowforge._is_jsonpath(v_part ->> 'weight')
+                AND NOT flowforge._is_jsonpath_predicate(v_part ->> 'weight'))) THEN
+            PERFORM flowforge._invalid_definition(format(
+                '%s, fairness: weight must be a number from 0.001 to 1000 or a jsonpath to one in the input, got %s',
+                p_label, v_part -> 'weight'));
+        END IF;
+        v_out := v_out || jsonb_build_object('fairness', jsonb_build_object(
+            'key', v_part ->> 'key',
+            -- 2.0 and 2 are the same weight: drop trailing zeros so they hash alike.
+            'weight', CASE WHEN jsonb_typeof(v_part -> 'weight') = 'string' THEN v_part -> 'weight'
+                           ELSE to_jsonb(trim_scale(coalesce((v_part ->> 'weight')::numeric, 1))) END));
+    END IF;
+    RETURN v_out;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._spec_flow(jsonb, text) IS
+  'Internal: validates and normalizes the flow control a unit of work declares — concurrency {key, max}, rate_limit '
+  '{key, limit, per}, fairness {key, weight} — and returns them ({} when none); FF002 naming p_label and the field '
+  'otherwise.';
+
+-- The flow control of a normalized unit, as task.flow stores it (NULL when none).
+CREATE OR REPLACE FUNCTION flowforge._unit_flow(p_unit jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT nullif(jsonb_strip_nulls(jsonb_build_object('concurrency', p_unit -> 'concurrency',
+                                                       'rate_limit', p_unit -> 'rate_limit',
+                                                       'fairness', p_unit -> 'fairness')), '{}')
+$$;
+COMMENT ON FUNCTION flowforge._unit_flow(jsonb) IS
+  'Internal: the flow control (concurrency, rate_limit, fairness) of a normalized unit spec, NULL when it declares none.';
+
 -- The properties every unit of work has, whatever engine runs it (a DAG task,
 -- a graph node, a machine's action): where it runs, how often it is tried, how
 -- long it may take, who may take it. Normalized with every default filled in
@@ -145,13 +270,14 @@ BEGIN
             PERFORM flowforge._invalid_definition(format('%s: affinity_policy must be "soft" or "hard", with an affinity', p_label));
         END IF;
     END IF;
-    RETURN v_out;
+    -- Flow control (10_substrate/22_flow_control.sql): limits the claim keeps.
+    RETURN v_out || flowforge._spec_flow(p_unit, p_label);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._spec_unit(jsonb, text) IS
   'Internal: validates and normalizes the properties every unit of work has (queue, priority, max_attempts, '
-  'backoff, backoff_factor, max_backoff, timeout, description, worker_params, affinity, affinity_policy); FF002 '
-  'naming p_label and the field otherwise.';
+  'backoff, backoff_factor, max_backoff, timeout, description, worker_params, affinity, affinity_policy, and the '
+  'flow control of _spec_flow: concurrency, rate_limit, fairness); FF002 naming p_label and the field otherwise.';
 
 -- A fanning node's map: {"over": <jsonpath to an array in the node's input>,
 -- "mode": "map" | "foreach", "max_concurrency": 1..10000 (default 100),
@@ -305,6 +431,8 @@ BEGIN
     VALUES (v_org, v_name, coalesce(v_latest.version, 0) + 1, v_spec ->> 'kind', v_spec, v_hash, v_now)
     RETURNING id INTO v_id;
     PERFORM flowforge._materialize_definition(v_spec ->> 'kind', v_org, v_id, v_spec, v_now);
+    -- Queues of units that declare flow control are claimed through its path from now on.
+    PERFORM flowforge._flow_mark_keyed(v_org, v_id, v_now);
 
     PERFORM flowforge._audit(v_org, 'define', 'workflow', v_id::text, ARRAY['name', 'version', 'spec']);
     RETURN v_id;

@@ -74,6 +74,7 @@ DECLARE
     v_agent record;
     v_ids uuid[];
     v_pinned record;
+    v_flow boolean := false;
 BEGIN
     IF claim.queues IS NULL OR cardinality(claim.queues) = 0 OR array_position(claim.queues, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'claim needs at least one queue name and no NULLs'
@@ -114,7 +115,14 @@ BEGIN
     -- Lower priority first, then longest ready. Selectors (worker_params) must
     -- be contained in the agent's labels; work pinned to another agent that
     -- keeps it is not even considered.
-    IF claim.task_names IS NOT NULL THEN
+    IF EXISTS (SELECT 1 FROM flowforge.queue q
+               WHERE q.organization_id = v_org AND q.name = ANY (claim.queues) AND q.flow) THEN
+        -- Flow control (22_flow_control.sql): a queue paused, limited or keyed. Its pick
+        -- also pins and counts; queues without it take the statements below, unchanged.
+        v_flow := true;
+        v_ids := flowforge._flow_pick('task_run', v_org, claim.queues, claim.batch, v_now, claim.worker,
+                                      v_agent.registered, v_agent.labels, claim.task_names, NULL);
+    ELSIF claim.task_names IS NOT NULL THEN
         -- Only what the caller can run: one ordered scan of idx_taskrun_ready_by_name per
         -- (queue, name), then the best of them. Tasks nobody handles stay ready.
         SELECT array_agg(p.id) INTO v_ids FROM (
@@ -189,7 +197,8 @@ BEGIN
             fencing_token = tr.fencing_token + 1,
             lease_owner = claim.worker,
             lease_expires_at = v_now + CASE WHEN tr.timeout < claim.lease THEN tr.timeout ELSE claim.lease END,
-            started_at = v_now
+            started_at = v_now,
+            flow_token = CASE WHEN v_flow THEN tr.fencing_token + 1 END  -- this generation holds flow slots
         WHERE tr.id = ANY (v_ids)  -- locked by the pick above: still ready
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
                   tr.fencing_token, tr.lease_expires_at
@@ -225,8 +234,10 @@ COMMENT ON FUNCTION flowforge.claim(text[], text, interval, integer, text[]) IS
   'visible. A worker registered as an agent (worker = its name) gets nothing while draining or inactive, only tasks '
   'whose worker_params its labels contain, and only tasks whose affinity key is unpinned (it pins it), pinned to it, '
   'or (soft) pinned to an agent that went away. Each becomes running with a new fencing token and a lease (capped by the task''s timeout); event '
-  '"claimed". input is {"run": <run input>, "deps": {<dependency key>: <its output>}}. Returns no rows when nothing '
-  'is ready. Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
+  '"claimed". input is {"run": <run input>, "deps": {<dependency key>: <its output>}}. Flow control: nothing from a '
+  'paused queue, never more running than a queue''s max_running or a concurrency key''s max, never more than a rate '
+  'allows, fairness keys interleaved (docs/execution-model.md); a task held back stays ready. Returns no rows when '
+  'nothing is ready. Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.claim(text[],text,interval,integer,text[])', 'flowforge_owner', '{flowforge_worker,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.heartbeat(task_run_id uuid, fencing_token bigint, lease interval DEFAULT '30 seconds')

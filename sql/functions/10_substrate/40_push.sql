@@ -1,7 +1,7 @@
 -- Push delivery: queues that hand their tasks to RabbitMQ through the
 -- transactional outbox.
 --
---   configure_queue(name, exchange, routing_key, dispatch_lease)
+--   configure_queue(name, exchange, routing_key, dispatch_lease, max_running, rate)
 --   take_outbox(batch, lease) -> messages to publish, each taken under a short lease
 --   mark_published(ids) -> how many were stamped
 --   defer_outbox(ids, error) -> the broker refused them: try again later
@@ -30,7 +30,8 @@ COMMENT ON FUNCTION flowforge._push_route(uuid, text) IS
   'Internal: <database>.<organization slug>.<queue> — the default routing key of a push queue and the suffix of '
   'the AMQP queue its consumers bind (flowforge.<route>).';
 
-CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_ids uuid[], p_now timestamptz) RETURNS integer
+CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_ids uuid[], p_now timestamptz, p_flow boolean DEFAULT false)
+RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -42,7 +43,8 @@ BEGIN
             fencing_token = tr.fencing_token + 1,
             lease_owner = 'dispatch',
             lease_expires_at = p_now + CASE WHEN tr.timeout < q.dispatch_lease THEN tr.timeout ELSE q.dispatch_lease END,
-            started_at = p_now
+            started_at = p_now,
+            flow_token = CASE WHEN p_flow THEN tr.fencing_token + 1 END  -- picked by _flow_pick: holds flow slots
         FROM flowforge.queue q
         WHERE tr.id = ANY (p_ids) AND tr.state = 'ready'
           AND q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
@@ -76,10 +78,31 @@ BEGIN
     RETURN v_written;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._dispatch_rows(uuid[], timestamptz) IS
+COMMENT ON FUNCTION flowforge._dispatch_rows(uuid[], timestamptz, boolean) IS
   'Internal: claims the given locked ready task runs of push queues for dispatch (running, lease_owner dispatch, '
   'new fencing token, dispatch lease) and writes one outbox_message per generation (event "dispatched", NOTIFY '
-  'flowforge_outbox). Returns the number of outbox rows written.';
+  'flowforge_outbox); p_flow: they were picked (and counted) by _flow_pick. Returns the number of outbox rows written.';
+
+-- Push queues under flow control: what their limits allow now, picked by
+-- _flow_pick (fairly, counted) and dispatched. Work held back waits for the
+-- next tick (a freed slot wakes pull workers, not the dispatcher).
+CREATE OR REPLACE FUNCTION flowforge._dispatch_flow(p_org uuid, p_queues text[], p_limit integer, p_now timestamptz)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_ids uuid[];
+BEGIN
+    v_ids := flowforge._flow_pick('task_run', p_org, p_queues, p_limit, p_now, NULL, false, '{}', NULL, NULL);
+    IF v_ids IS NULL THEN
+        RETURN 0;
+    END IF;
+    RETURN flowforge._dispatch_rows(v_ids, p_now, true);
+END;
+$$;
+COMMENT ON FUNCTION flowforge._dispatch_flow(uuid, text[], integer, timestamptz) IS
+  'Internal: dispatches up to p_limit ready, due task runs of the flow-controlled push queues p_queues of '
+  'organization p_org, as far as their limits allow; returns outbox rows written.';
 
 -- Ready, due push tasks of one run (start, dependents released, retry).
 CREATE OR REPLACE FUNCTION flowforge._dispatch_run(p_run_id uuid, p_now timestamptz) RETURNS integer
@@ -87,6 +110,7 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_ids uuid[];
+    v_flow integer;
 BEGIN
     -- (_tasks_ready, the only caller, has checked that some queue is push.)
     SELECT array_agg(t.id) INTO v_ids FROM (
@@ -94,11 +118,19 @@ BEGIN
         FROM flowforge.task_run tr
         JOIN flowforge.queue q ON q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
         WHERE tr.workflow_run_id = p_run_id AND tr.state = 'ready' AND tr.ready_at <= p_now
+          AND NOT q.flow
         FOR UPDATE OF tr SKIP LOCKED) t;
+    -- A push queue under flow control dispatches what its limits allow, from all its ready work.
+    SELECT coalesce(sum(flowforge._dispatch_flow(f.organization_id, ARRAY[f.queue], 1000, p_now)), 0) INTO v_flow
+    FROM (SELECT DISTINCT tr.organization_id, tr.queue::text AS queue
+          FROM flowforge.task_run tr
+          JOIN flowforge.queue q ON q.organization_id = tr.organization_id AND q.name = tr.queue
+                                AND q.exchange IS NOT NULL AND q.flow
+          WHERE tr.workflow_run_id = p_run_id AND tr.state = 'ready' AND tr.ready_at <= p_now) f;
     IF v_ids IS NULL THEN
-        RETURN 0;
+        RETURN v_flow;
     END IF;
-    RETURN flowforge._dispatch_rows(v_ids, p_now);
+    RETURN v_flow + flowforge._dispatch_rows(v_ids, p_now);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._dispatch_run(uuid, timestamptz) IS
@@ -112,6 +144,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_ids uuid[];
+    v_flow integer;
 BEGIN
     SELECT array_agg(c.id) INTO v_ids FROM (
         SELECT due.id
@@ -123,12 +156,16 @@ BEGIN
             ORDER BY tr.priority, tr.ready_at
             LIMIT p_limit
             FOR UPDATE SKIP LOCKED) due
-        WHERE q.exchange IS NOT NULL AND (p_orgs IS NULL OR q.organization_id = ANY (p_orgs))
+        WHERE q.exchange IS NOT NULL AND NOT q.flow AND (p_orgs IS NULL OR q.organization_id = ANY (p_orgs))
         LIMIT p_limit) c;
+    -- Push queues under flow control: what their limits allow (work held back when a slot freed goes now).
+    SELECT coalesce(sum(flowforge._dispatch_flow(q.organization_id, ARRAY[q.name::text], p_limit, p_now)), 0) INTO v_flow
+    FROM flowforge.queue q
+    WHERE q.exchange IS NOT NULL AND q.flow AND (p_orgs IS NULL OR q.organization_id = ANY (p_orgs));
     IF v_ids IS NULL THEN
-        RETURN 0;
+        RETURN v_flow;
     END IF;
-    RETURN flowforge._dispatch_rows(v_ids, p_now);
+    RETURN v_flow + flowforge._dispatch_rows(v_ids, p_now);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._dispatch_due(integer, timestamptz, uuid[]) IS
@@ -136,7 +173,8 @@ COMMENT ON FUNCTION flowforge._dispatch_due(integer, timestamptz, uuid[]) IS
   '— retries whose backoff has passed, backlogs of a queue just made push; returns outbox rows written.';
 
 CREATE OR REPLACE FUNCTION flowforge.configure_queue(name text, exchange text DEFAULT NULL, routing_key text DEFAULT NULL,
-                                                     dispatch_lease interval DEFAULT '5 minutes')
+                                                     dispatch_lease interval DEFAULT '5 minutes',
+                                                     max_running integer DEFAULT NULL, rate jsonb DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -145,6 +183,9 @@ AS $$
 DECLARE
     v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
+    v_rate_limit integer;
+    v_rate_per interval;
+    v_field text;
 BEGIN
     IF configure_queue.name IS NULL OR configure_queue.name !~ '^[A-Za-z][A-Za-z0-9_.-]{0,62}$' THEN
         RAISE EXCEPTION 'queue name must be 1-63 letters, digits, "_", "." or "-" starting with a letter, got %',
@@ -163,24 +204,70 @@ BEGIN
         RAISE EXCEPTION 'dispatch_lease must be between 1 second and 1 day'
             USING ERRCODE = 'FF003', HINT = 'It is how long a consumer has to take a pushed task with its first heartbeat.';
     END IF;
-    INSERT INTO flowforge.queue AS q (organization_id, name, exchange, routing_key, dispatch_lease, created_at, updated_at)
+    IF configure_queue.max_running IS NOT NULL AND configure_queue.max_running NOT BETWEEN 1 AND 100000 THEN
+        RAISE EXCEPTION 'max_running must be between 1 and 100000, got %', configure_queue.max_running
+            USING ERRCODE = 'FF003', HINT = 'Pass NULL for no limit; pause_queue stops a queue altogether.';
+    END IF;
+    IF configure_queue.rate IS NOT NULL THEN
+        IF jsonb_typeof(configure_queue.rate) <> 'object' THEN
+            RAISE EXCEPTION 'rate must be an object such as {"limit": 100, "per": "1 minute"}, got %', configure_queue.rate
+                USING ERRCODE = 'FF003', HINT = 'Pass NULL for no rate limit.';
+        END IF;
+        FOR v_field IN SELECT jsonb_object_keys(configure_queue.rate) LOOP
+            IF v_field NOT IN ('limit', 'per') THEN
+                RAISE EXCEPTION 'rate: unknown field "%" (known: limit, per)', v_field
+                    USING ERRCODE = 'FF003', HINT = 'For example {"limit": 100, "per": "1 minute"}.';
+            END IF;
+        END LOOP;
+        IF jsonb_typeof(configure_queue.rate -> 'limit') = 'number'
+           AND (configure_queue.rate ->> 'limit')::numeric BETWEEN 1 AND 1000000 THEN
+            v_rate_limit := (configure_queue.rate ->> 'limit')::numeric;
+        END IF;
+        IF v_rate_limit IS NULL OR v_rate_limit <> (configure_queue.rate ->> 'limit')::numeric THEN
+            RAISE EXCEPTION 'rate: limit must be an integer from 1 to 1000000, got %', configure_queue.rate -> 'limit'
+                USING ERRCODE = 'FF003', HINT = 'For example {"limit": 100, "per": "1 minute"}.';
+        END IF;
+        BEGIN
+            v_rate_per := (configure_queue.rate ->> 'per')::interval;
+        EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow OR syntax_error THEN
+            v_rate_per := NULL;
+        END;
+        IF jsonb_typeof(configure_queue.rate -> 'per') IS DISTINCT FROM 'string' OR v_rate_per IS NULL
+           OR v_rate_per NOT BETWEEN interval '1 millisecond' AND interval '1 day' THEN
+            RAISE EXCEPTION 'rate: per must be a duration from 1 millisecond to 1 day, got %', configure_queue.rate -> 'per'
+                USING ERRCODE = 'FF003', HINT = 'For example {"limit": 100, "per": "1 minute"}.';
+        END IF;
+    END IF;
+    INSERT INTO flowforge.queue AS q (organization_id, name, exchange, routing_key, dispatch_lease, max_running,
+                                      rate_limit, rate_per, created_at, updated_at)
     VALUES (v_org, configure_queue.name, configure_queue.exchange, configure_queue.routing_key,
-            configure_queue.dispatch_lease, v_now, v_now)
+            configure_queue.dispatch_lease, configure_queue.max_running, v_rate_limit, v_rate_per, v_now, v_now)
     ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE
     SET exchange = EXCLUDED.exchange, routing_key = EXCLUDED.routing_key,
-        dispatch_lease = EXCLUDED.dispatch_lease, updated_at = EXCLUDED.updated_at;
+        dispatch_lease = EXCLUDED.dispatch_lease, max_running = EXCLUDED.max_running,
+        rate_limit = EXCLUDED.rate_limit, rate_per = EXCLUDED.rate_per, updated_at = EXCLUDED.updated_at;
+    IF configure_queue.max_running IS NOT NULL THEN
+        -- Units claimed before the queue was limited count from now on (and give their slots back).
+        PERFORM flowforge._flow_adopt_running(v_org, configure_queue.name, v_now);
+    END IF;
     IF configure_queue.exchange IS NOT NULL THEN
         PERFORM flowforge._dispatch_due(1000, v_now, ARRAY[v_org]);
     END IF;
 END;
 $$;
-COMMENT ON FUNCTION flowforge.configure_queue(text, text, text, interval) IS
+COMMENT ON FUNCTION flowforge.configure_queue(text, text, text, interval, integer, jsonb) IS
   'configure_queue(name text, exchange text default null, routing_key text default null, dispatch_lease interval '
-  'default ''5 minutes''). An exchange makes the queue push: its ready tasks are dispatched through the outbox to that '
-  'exchange with routing_key (default: the queue name), and a consumer has dispatch_lease to take each task with its '
-  'first heartbeat before it is dispatched again (no attempt is used up). NULL exchange makes it pull again. Ready '
-  'tasks already waiting are dispatched at once. Errors: FF003 bad names or lease; FF007/FF008 as for every API call.';
-SELECT flowforge._rights('flowforge.configure_queue(text,text,text,interval)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+  'default ''5 minutes'', max_running int default null, rate jsonb default null). The whole configuration of a queue '
+  '(what is omitted takes its default; pause_queue''s flag is kept). An exchange makes the queue push: its ready tasks '
+  'are dispatched through the outbox to that exchange with routing_key (default: the queue name), and a consumer has '
+  'dispatch_lease to take each task with its first heartbeat before it is dispatched again (no attempt is used up). '
+  'NULL exchange makes it pull again. Ready tasks already waiting are dispatched at once. Flow control, for task runs '
+  'and work items alike: max_running (1-100000) — at most that many of the queue''s units running or dispatched at '
+  'once, across all workers (units running now count at once); rate {"limit": 1-1000000, "per": 1 millisecond to 1 '
+  'day} — a token bucket of limit tokens, full at first use, refilled at limit per per; a unit held back stays ready. '
+  'Errors: FF003 bad names, lease, max_running or rate; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.configure_queue(text,text,text,interval,integer,jsonb)', 'flowforge_owner',
+    '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.take_outbox(batch integer DEFAULT 100, lease interval DEFAULT '30 seconds')
 RETURNS TABLE (id uuid, exchange text, routing_key text, message_id text, payload jsonb, created_at timestamptz)

@@ -33,11 +33,16 @@ BEGIN
     INSERT INTO flowforge.work_item (organization_id, engine_kind, parent_work_item_id, run_id, task_id, task_name,
                                      queue, worker_params, payload, status, priority, next_attempt_at, max_retries,
                                      backoff, backoff_factor, max_backoff, timeout, affinity_key, affinity_policy,
-                                     checkpoint_id, checkpoint_generation, item_index, created_at, created_by)
+                                     checkpoint_id, checkpoint_generation, item_index, flow_lane, created_at, created_by)
     SELECT p_org, p_engine, p_parent_work_item_id, p_run_id, t.id, p_task_name, t.queue, t.worker_params, p_payload,
            'pending', t.priority, p_now, t.max_attempts - 1, t.backoff, t.backoff_factor, t.max_backoff, t.timeout,
            p_affinity_key, CASE WHEN p_affinity_key IS NOT NULL THEN t.affinity_policy END, p_checkpoint_id,
-           p_checkpoint_generation, p_item_index, p_now, flowforge._actor()
+           p_checkpoint_generation, p_item_index,
+           -- Flow control's keys, evaluated against the payload (a fanning node's own item
+           -- is held by the engine: its children carry them).
+           CASE WHEN t.flow IS NOT NULL AND (p_checkpoint_id IS NOT NULL OR NOT coalesce(t.spec ? 'map', false))
+                THEN flowforge._flow_lane(p_org, t.flow, p_payload, p_now) END,
+           p_now, flowforge._actor()
     FROM flowforge.task t WHERE t.id = p_task_id
     RETURNING id INTO STRICT v_id;
     PERFORM flowforge._append_events(p_org, p_run_id, 'created', ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY['pending'],
@@ -77,6 +82,7 @@ DECLARE
     v_agent record;
     v_ids uuid[];
     v_pinned record;
+    v_flow boolean := false;
 BEGIN
     IF claim_work.queues IS NULL OR cardinality(claim_work.queues) = 0 OR array_position(claim_work.queues, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'claim_work needs at least one queue name and no NULLs'
@@ -109,7 +115,13 @@ BEGIN
 
     -- Pick first, into an array (the LIMIT runs once): lower priority first, then
     -- ready longest; one ordered index scan per queue (and per name), merged.
-    IF claim_work.task_names IS NOT NULL THEN
+    IF EXISTS (SELECT 1 FROM flowforge.queue q
+               WHERE q.organization_id = v_org AND q.name = ANY (claim_work.queues) AND q.flow) THEN
+        -- Flow control (22_flow_control.sql), as in claim(): its pick also pins and counts.
+        v_flow := true;
+        v_ids := flowforge._flow_pick('work_item', v_org, claim_work.queues, claim_work.batch, v_now, claim_work.agent,
+                                      v_agent.registered, v_agent.labels, claim_work.task_names, claim_work.engine_kinds);
+    ELSIF claim_work.task_names IS NOT NULL THEN
         -- Only what the caller can run: one ordered scan of work_item_ready_by_name_idx per
         -- (queue, name). Its own statement, as in claim(): a "name IS NULL OR task_name = name"
         -- filter cannot be an index condition, so the generic plan would walk
@@ -168,7 +180,8 @@ BEGIN
         UPDATE flowforge.work_item w
         SET status = 'dispatched', fencing_token = w.fencing_token + 1, agent_id = claim_work.agent,
             leased_by = claim_work.agent, dispatched_at = v_now,
-            lease_expires_at = v_now + CASE WHEN w.timeout < claim_work.lease THEN w.timeout ELSE claim_work.lease END
+            lease_expires_at = v_now + CASE WHEN w.timeout < claim_work.lease THEN w.timeout ELSE claim_work.lease END,
+            flow_token = CASE WHEN v_flow THEN w.fencing_token + 1 END  -- this generation holds flow slots
         WHERE w.id = ANY (v_ids)  -- locked by the pick above: still pending
         RETURNING w.id, w.organization_id, w.run_id, w.engine_kind, w.task_name, w.retry_count, w.fencing_token,
                   w.payload, w.lease_expires_at
@@ -194,7 +207,8 @@ COMMENT ON FUNCTION flowforge.claim_work(text[], text, interval, integer, text[]
   'draining or inactive gets nothing; items ask for labels (worker_params, matched by containment against the '
   'agent''s labels) and may be pinned by affinity (an unregistered worker takes no pinned item). Each becomes '
   'dispatched to the agent with a new fencing token and a lease (capped by the item''s timeout); event claimed. '
-  'Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
+  'Flow control as in claim(): paused queues, max_running, concurrency and rate-limit keys, fairness keys; an item '
+  'held back stays pending. Errors: FF003 bad arguments; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.claim_work(text[],text,interval,integer,text[],text[])', 'flowforge_owner',
     '{flowforge_worker,flowforge_gateway}');
 

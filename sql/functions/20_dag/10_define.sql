@@ -107,7 +107,8 @@ BEGIN
         FOR v_field IN SELECT jsonb_object_keys(v_task) LOOP
             IF v_field NOT IN ('key', 'depends_on', 'queue', 'priority', 'max_attempts', 'backoff',
                                'backoff_factor', 'max_backoff', 'timeout', 'description', 'worker_params',
-                               'affinity', 'affinity_policy', 'map') THEN
+                               'affinity', 'affinity_policy', 'map', 'concurrency', 'rate_limit',
+                               'fairness') THEN
                 PERFORM flowforge._invalid_definition(format('task "%s": unknown field "%s"', v_key, v_field));
             END IF;
         END LOOP;
@@ -191,12 +192,12 @@ AS $$
 BEGIN
     INSERT INTO flowforge.task (organization_id, workflow_id, key, queue, priority, max_attempts, backoff,
                                 backoff_factor, max_backoff, timeout, dependency_count, worker_params, affinity,
-                                affinity_policy, spec, created_at)
+                                affinity_policy, spec, flow, created_at)
     SELECT p_org, p_workflow_id, t ->> 'key', t ->> 'queue', (t ->> 'priority')::integer, (t ->> 'max_attempts')::integer,
            (t ->> 'backoff')::interval, (t ->> 'backoff_factor')::numeric, (t ->> 'max_backoff')::interval,
            (t ->> 'timeout')::interval, jsonb_array_length(t -> 'depends_on'), t -> 'worker_params', t ->> 'affinity',
            coalesce(t ->> 'affinity_policy', 'soft'),
-           CASE WHEN t ? 'map' THEN jsonb_build_object('map', t -> 'map') END, p_now
+           CASE WHEN t ? 'map' THEN jsonb_build_object('map', t -> 'map') END, flowforge._unit_flow(t), p_now
     FROM jsonb_array_elements(p_spec -> 'tasks') AS t;
 
     INSERT INTO flowforge.task_dependency (organization_id, workflow_id, task_id, depends_on_task_id)

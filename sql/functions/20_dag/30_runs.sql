@@ -28,13 +28,17 @@ BEGIN
     WITH created AS (
         INSERT INTO flowforge.task_run (organization_id, workflow_run_id, task_id, task_key, queue, priority, state,
                                         max_attempts, timeout, ready_at, remaining_deps, worker_params, affinity_key,
-                                        affinity_policy, fans_out, created_at)
+                                        affinity_policy, fans_out, flow_lane, created_at)
         SELECT p_org, p_run_id, t.id, t.key, t.queue, t.priority,
                CASE WHEN t.dependency_count = 0 THEN 'ready' ELSE 'pending' END,
                t.max_attempts, t.timeout,
                CASE WHEN t.dependency_count = 0 THEN p_now END,
                t.dependency_count, t.worker_params, a.key, CASE WHEN a.key IS NOT NULL THEN t.affinity_policy END,
-               coalesce(t.spec ? 'map', false), p_now
+               coalesce(t.spec ? 'map', false),
+               -- Flow control's keys, against the same input as affinity (a fanning task's children carry them).
+               CASE WHEN t.flow IS NOT NULL AND NOT coalesce(t.spec ? 'map', false)
+                    THEN flowforge._flow_lane(p_org, t.flow, jsonb_build_object('run', p_input), p_now) END,
+               p_now
         FROM flowforge.task t
         CROSS JOIN LATERAL (SELECT flowforge._affinity_key(t.affinity, p_run_id, p_spec ->> 'name',
                                                             jsonb_build_object('run', p_input)) AS key) a

@@ -93,7 +93,7 @@ BEGIN
             FOR v_field IN SELECT jsonb_object_keys(v_node) LOOP
                 IF v_field NOT IN ('key', 'final', 'queue', 'priority', 'max_attempts', 'backoff', 'backoff_factor',
                                    'max_backoff', 'timeout', 'description', 'max_visits', 'worker_params', 'affinity',
-                                   'affinity_policy', 'map') THEN
+                                   'affinity_policy', 'map', 'concurrency', 'rate_limit', 'fairness') THEN
                     PERFORM flowforge._invalid_definition(format('node "%s": unknown field "%s"', v_key, v_field));
                 END IF;
             END LOOP;
@@ -200,13 +200,13 @@ AS $$
 BEGIN
     INSERT INTO flowforge.task (organization_id, workflow_id, key, queue, priority, max_attempts, backoff,
                                 backoff_factor, max_backoff, timeout, dependency_count, max_visits, is_final,
-                                worker_params, affinity, affinity_policy, spec, created_at)
+                                worker_params, affinity, affinity_policy, spec, flow, created_at)
     SELECT p_org, p_workflow_id, n ->> 'key', coalesce(n ->> 'queue', 'default'), coalesce((n ->> 'priority')::integer, 0),
            coalesce((n ->> 'max_attempts')::integer, 1), coalesce((n ->> 'backoff')::interval, interval '1 second'),
            coalesce((n ->> 'backoff_factor')::numeric, 2), coalesce((n ->> 'max_backoff')::interval, interval '10 minutes'),
            (n ->> 'timeout')::interval, 0, (n ->> 'max_visits')::integer, (n ->> 'final')::boolean,
            n -> 'worker_params', n ->> 'affinity', coalesce(n ->> 'affinity_policy', 'soft'),
-           CASE WHEN n ? 'map' THEN jsonb_build_object('map', n -> 'map') END, p_now
+           CASE WHEN n ? 'map' THEN jsonb_build_object('map', n -> 'map') END, flowforge._unit_flow(n), p_now
     FROM jsonb_array_elements(p_spec -> 'nodes') AS n;
 
     INSERT INTO flowforge.graph_edge (organization_id, workflow_id, from_task_id, position, to_task_id, condition)

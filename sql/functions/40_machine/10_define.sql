@@ -174,7 +174,8 @@ BEGIN
         END IF;
         FOR v_field IN SELECT jsonb_object_keys(v_action) LOOP
             IF v_field NOT IN ('task', 'queue', 'priority', 'max_attempts', 'backoff', 'backoff_factor', 'max_backoff',
-                               'timeout', 'description', 'worker_params', 'affinity', 'affinity_policy') THEN
+                               'timeout', 'description', 'worker_params', 'affinity', 'affinity_policy', 'concurrency',
+                               'rate_limit', 'fairness') THEN
                 PERFORM flowforge._invalid_definition(format('state "%s", action: unknown field "%s"', p_name, v_field));
             END IF;
         END LOOP;
@@ -373,12 +374,12 @@ AS $$
 BEGIN
     INSERT INTO flowforge.task (organization_id, workflow_id, key, queue, priority, max_attempts, backoff,
                                 backoff_factor, max_backoff, timeout, dependency_count, is_final, worker_params,
-                                affinity, affinity_policy, spec, created_at)
+                                affinity, affinity_policy, spec, flow, created_at)
     SELECT p_org, p_workflow_id, s.name, coalesce(a ->> 'queue', 'default'), coalesce((a ->> 'priority')::integer, 0),
            coalesce((a ->> 'max_attempts')::integer, 1), coalesce((a ->> 'backoff')::interval, interval '1 second'),
            coalesce((a ->> 'backoff_factor')::numeric, 2), coalesce((a ->> 'max_backoff')::interval, interval '10 minutes'),
            (a ->> 'timeout')::interval, 0, (s.state ->> 'final')::boolean, a -> 'worker_params', a ->> 'affinity',
-           coalesce(a ->> 'affinity_policy', 'soft'), s.state, p_now
+           coalesce(a ->> 'affinity_policy', 'soft'), s.state, flowforge._unit_flow(a), p_now
     FROM jsonb_each(p_spec -> 'states') AS s(name, state)
     CROSS JOIN LATERAL (SELECT s.state -> 'action') AS x(a);
 END;

@@ -17,7 +17,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(544);
+SELECT plan(577);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -1465,6 +1465,87 @@ SELECT is(pg_temp.accepted('setting_max_fanout_items_sane', $$UPDATE flowforge.s
 -- and to accept (a constraint added by a later migration fails this until
 -- it gets its pair of tests here).
 -- ===========================================================================
+-- ---------------------------------------------------------------------------
+-- 0028: flow control — the queue's limits, a definition's flow, a unit's slot
+-- generation, and the counted rows (lanes, counters, buckets, passes).
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET max_running = 0 WHERE name = 'ct-pull'$$),
+          '23514 queue_max_running_valid', 'queue_max_running_valid: max_running 0 is refused (pause_queue stops a queue)');
+SELECT is(pg_temp.accepted('queue_max_running_valid', $$UPDATE flowforge.queue SET max_running = 100000 WHERE name = 'ct-pull'$$),
+          'accepted', 'queue_max_running_valid: 100,000 is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET rate_limit = 10 WHERE name = 'ct-pull'$$),
+          '23514 queue_rate_valid', 'queue_rate_valid: a limit without its period is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.queue SET rate_limit = 10, rate_per = '2 days' WHERE name = 'ct-pull'$$),
+          '23514 queue_rate_valid', 'queue_rate_valid: a period over a day is refused');
+SELECT is(pg_temp.accepted('queue_rate_valid', $$UPDATE flowforge.queue SET rate_limit = 10, rate_per = '1 second' WHERE name = 'ct-pull'$$),
+          'accepted', 'queue_rate_valid: 10 per second is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task SET flow = '[]' WHERE id = pg_temp.task('WS', 'only')$$),
+          '23514 task_flow_is_object', 'task_flow_is_object: a flow that is not an object is refused');
+SELECT is(pg_temp.accepted('task_flow_is_object', $$UPDATE flowforge.task SET flow = '{"concurrency": {"key": "$.run.c", "max": 1}}'
+                                                   WHERE id = pg_temp.task('WS', 'only')$$),
+          'accepted', 'task_flow_is_object: an object is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET flow_token = fencing_token + 1 WHERE id = pg_temp.tr('R', 'a')$$),
+          '23514 taskrun_flow_token_valid', 'taskrun_flow_token_valid: slots held by a generation that was never claimed');
+SELECT is(pg_temp.accepted('taskrun_flow_token_valid', $$UPDATE flowforge.task_run SET flow_token = fencing_token WHERE id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'taskrun_flow_token_valid: the current generation is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET flow_token = 0 WHERE id = pg_temp.id('WD')$$),
+          '23514 work_item_flow_token_valid', 'work_item_flow_token_valid: token 0 (never issued) is refused');
+SELECT is(pg_temp.accepted('work_item_flow_token_valid', $$UPDATE flowforge.work_item SET flow_token = fencing_token WHERE id = pg_temp.id('WD')$$),
+          'accepted', 'work_item_flow_token_valid: the current generation is accepted');
+INSERT INTO flowforge.flow_lane (organization_id, identity, conc_name, conc_value, conc_max)
+VALUES (flowforge.current_organization(), 'ct-lane', '$.run.c', '"x"', 2);
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.flow_lane (organization_id, identity) VALUES (flowforge.current_organization(), 'ct-lane')$$),
+          '23505 flow_lane_identity_uq', 'flow_lane_identity_uq: one lane per evaluated flow control');
+SELECT is(pg_temp.accepted('flow_lane_identity_uq', $$INSERT INTO flowforge.flow_lane (organization_id, identity) VALUES (pg_temp.id('O'), 'ct-lane')$$),
+          'accepted', 'flow_lane_identity_uq: the same identity in another organization is accepted');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.flow_lane (organization_id, identity, conc_name, conc_value)
+                            VALUES (flowforge.current_organization(), 'ct-l2', '$.run.c', '"x"')$$),
+          '23514 flow_lane_concurrency_complete', 'flow_lane_concurrency_complete: a concurrency key without its max');
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_lane SET conc_max = 10001 WHERE identity = 'ct-lane'$$),
+          '23514 flow_lane_concurrency_complete', 'flow_lane_concurrency_complete: a max over 10,000');
+SELECT is(pg_temp.accepted('flow_lane_concurrency_complete', $$UPDATE flowforge.flow_lane SET conc_max = 10000 WHERE identity = 'ct-lane'$$),
+          'accepted', 'flow_lane_concurrency_complete: key, value and max 10,000 are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_lane SET rate_name = 'api', rate_value = 'null', rate_limit = 5 WHERE identity = 'ct-lane'$$),
+          '23514 flow_lane_rate_complete', 'flow_lane_rate_complete: a rate limit without its period');
+SELECT is(pg_temp.accepted('flow_lane_rate_complete', $$UPDATE flowforge.flow_lane SET rate_name = 'api', rate_value = 'null', rate_limit = 5,
+                                                        rate_per = '1 minute' WHERE identity = 'ct-lane'$$),
+          'accepted', 'flow_lane_rate_complete: a complete rate limit is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_lane SET fair_weight = 0 WHERE identity = 'ct-lane'$$),
+          '23514 flow_lane_weight_valid', 'flow_lane_weight_valid: a weight of 0 would never be served');
+SELECT is(pg_temp.accepted('flow_lane_weight_valid', $$UPDATE flowforge.flow_lane SET fair_weight = 1000 WHERE identity = 'ct-lane'$$),
+          'accepted', 'flow_lane_weight_valid: 1000 is accepted');
+INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running)
+VALUES (flowforge.current_organization(), 'key', '$.run.c', '"x"', 1);
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.flow_slot (organization_id, scope, name) VALUES (flowforge.current_organization(), 'run', 'r')$$),
+          '23514 flow_slot_scope_valid', 'flow_slot_scope_valid: only queue and key counters');
+SELECT is(pg_temp.accepted('flow_slot_scope_valid', $$INSERT INTO flowforge.flow_slot (organization_id, scope, name) VALUES (flowforge.current_organization(), 'queue', 'ct-pull')$$),
+          'accepted', 'flow_slot_scope_valid: a queue counter is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_slot SET running = running - 2 WHERE name = '$.run.c'$$),
+          '23514 flow_slot_running_non_negative', 'flow_slot_running_non_negative: a slot given back twice would go below 0');
+SELECT is(pg_temp.accepted('flow_slot_running_non_negative', $$UPDATE flowforge.flow_slot SET running = running - 1 WHERE name = '$.run.c'$$),
+          'accepted', 'flow_slot_running_non_negative: back to 0 is accepted');
+INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
+VALUES (flowforge.current_organization(), 'key', 'api', 'null', 5, '1 second', 0, now());
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_bucket SET scope = 'run' WHERE name = 'api'$$),
+          '23514 flow_bucket_scope_valid', 'flow_bucket_scope_valid: only queue and key buckets');
+SELECT is(pg_temp.accepted('flow_bucket_scope_valid', $$UPDATE flowforge.flow_bucket SET scope = 'queue' WHERE name = 'api'$$),
+          'accepted', 'flow_bucket_scope_valid: a queue bucket is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_bucket SET rate_limit = 0 WHERE name = 'api'$$),
+          '23514 flow_bucket_rate_valid', 'flow_bucket_rate_valid: a limit of 0');
+SELECT is(pg_temp.accepted('flow_bucket_rate_valid', $$UPDATE flowforge.flow_bucket SET rate_per = '1 day' WHERE name = 'api'$$),
+          'accepted', 'flow_bucket_rate_valid: a period of a day is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_bucket SET level = 5 * 1000000 + 1 WHERE name = 'api'$$),
+          '23514 flow_bucket_level_within_capacity', 'flow_bucket_level_within_capacity: more than limit tokens (5 per second)');
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_bucket SET level = -1 WHERE name = 'api'$$),
+          '23514 flow_bucket_level_within_capacity', 'flow_bucket_level_within_capacity: a negative level (a token taken twice)');
+SELECT is(pg_temp.accepted('flow_bucket_level_within_capacity', $$UPDATE flowforge.flow_bucket SET level = 5 * 1000000 WHERE name = 'api'$$),
+          'accepted', 'flow_bucket_level_within_capacity: exactly full is accepted');
+INSERT INTO flowforge.flow_fair (organization_id, queue, value) VALUES (flowforge.current_organization(), 'ct-pull', '"a"');
+SELECT is(pg_temp.refused($$UPDATE flowforge.flow_fair SET pass = -1 WHERE queue = 'ct-pull'$$),
+          '23514 flow_fair_pass_non_negative', 'flow_fair_pass_non_negative: a negative pass');
+SELECT is(pg_temp.accepted('flow_fair_pass_non_negative', $$UPDATE flowforge.flow_fair SET pass = 2.5 WHERE queue = 'ct-pull'$$),
+          'accepted', 'flow_fair_pass_non_negative: a pass of 2.5 is accepted');
+
 SELECT set_eq(
     $$SELECT conname::text FROM pg_constraint WHERE connamespace = 'flowforge'::regnamespace AND contype IN ('c', 'u')
       UNION VALUES ('task_dependency_pkey'), ('idempotency_key_pkey'), ('queue_pkey'), ('api_key_usage_pkey'),

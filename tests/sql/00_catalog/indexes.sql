@@ -7,7 +7,7 @@
 -- (docs/data-model.md), so every index carries the query it serves as its comment (0026).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(184);
+SELECT plan(199);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -117,6 +117,25 @@ SELECT is(pg_temp.indexdef('api_key_usage_pkey'),
 SELECT is(pg_temp.indexdef('idx_queue_push'),
     'CREATE INDEX idx_queue_push ON flowforge.queue USING btree (organization_id, name) WHERE (exchange IS NOT NULL)',
     'idx_queue_push: (organization_id, name) partial on push queues');
+-- 0028 / 0029: flow control.
+SELECT is(pg_temp.indexdef('queue_flow_idx'),
+    'CREATE INDEX queue_flow_idx ON flowforge.queue USING btree (organization_id, name) WHERE flow',
+    'queue_flow_idx: (organization_id, name) partial on queues claimed through flow control — empty without it');
+SELECT is(pg_temp.indexdef('idx_taskrun_flow_lane'),
+    'CREATE INDEX idx_taskrun_flow_lane ON flowforge.task_run USING btree (organization_id, queue, flow_lane, priority, ready_at) WHERE (((state)::text = ''ready''::text) AND (flow_lane IS NOT NULL))',
+    'idx_taskrun_flow_lane: (organization_id, queue, flow_lane, priority, ready_at) partial on ready units with a lane');
+SELECT is(pg_temp.indexdef('work_item_flow_lane_idx'),
+    'CREATE INDEX work_item_flow_lane_idx ON flowforge.work_item USING btree (organization_id, queue, flow_lane, priority, next_attempt_at) WHERE (((status)::text = ''pending''::text) AND (flow_lane IS NOT NULL))',
+    'work_item_flow_lane_idx: (organization_id, queue, flow_lane, priority, next_attempt_at) partial on pending items with a lane');
+SELECT is(pg_temp.indexdef('flow_slot_pkey'),
+    'CREATE UNIQUE INDEX flow_slot_pkey ON flowforge.flow_slot USING btree (organization_id, scope, name, value)',
+    'flow_slot_pkey: one running counter per queue and per concurrency key value');
+SELECT is(pg_temp.indexdef('flow_bucket_pkey'),
+    'CREATE UNIQUE INDEX flow_bucket_pkey ON flowforge.flow_bucket USING btree (organization_id, scope, name, value, rate_limit, rate_per)',
+    'flow_bucket_pkey: one token bucket per queue or rate-limit key value and rate');
+SELECT is(pg_temp.indexdef('flow_lane_identity_uq'),
+    'CREATE UNIQUE INDEX flow_lane_identity_uq ON flowforge.flow_lane USING btree (organization_id, identity)',
+    'flow_lane_identity_uq: one lane per distinct evaluated flow control');
 
 -- ---------------------------------------------------------------------------
 -- 0015: the substrate (seed 002's names) and the graph engine
@@ -336,14 +355,15 @@ SELECT indexes_are('flowforge', 'workflow_run', ARRAY[
     'workflow_run_pkey', 'idx_wfrun_wf_recent', 'idx_wfrun_state_age', 'idx_wfrun_org_recent']);
 SELECT indexes_are('flowforge', 'task_run', ARRAY[
     'task_run_pkey', 'uniq_taskrun_per_run_task', 'idx_taskrun_state_age', 'idx_taskrun_run_state',
-    'idx_taskrun_lease_expiry', 'idx_taskrun_task', 'idx_taskrun_ready_by_name', 'idx_taskrun_fanout_ready']);
+    'idx_taskrun_lease_expiry', 'idx_taskrun_task', 'idx_taskrun_ready_by_name', 'idx_taskrun_fanout_ready',
+    'idx_taskrun_flow_lane']);
 SELECT indexes_are('flowforge', 'idempotency_key', ARRAY['idempotency_key_pkey', 'idx_idempotency_run']);
 SELECT indexes_are('flowforge', 'outbox_message', ARRAY[
     'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending', 'idx_outbox_run']);
 SELECT indexes_are('flowforge', 'task_run_event', ARRAY[
     'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level', 'idx_event_work_item',
     'idx_event_throughput']);
-SELECT indexes_are('flowforge', 'queue', ARRAY['queue_pkey', 'idx_queue_push']);
+SELECT indexes_are('flowforge', 'queue', ARRAY['queue_pkey', 'idx_queue_push', 'queue_flow_idx']);
 SELECT indexes_are('flowforge', 'api_key_usage', ARRAY['api_key_usage_pkey']);
 SELECT indexes_are('flowforge', 'server_secret', ARRAY['server_secret_pkey']);
 SELECT indexes_are('flowforge', 'setting', ARRAY['setting_pkey']);
@@ -353,7 +373,7 @@ SELECT indexes_are('flowforge', 'engine_run', ARRAY[
 SELECT indexes_are('flowforge', 'work_item', ARRAY[
     'work_item_pkey', 'work_item_status_priority_idx', 'work_item_ready_by_name_idx', 'work_item_lease_idx',
     'work_item_run_idx', 'work_item_parent_idx', 'work_item_task_idx', 'work_item_checkpoint_item_idx',
-    'work_item_checkpoint_live_uq', 'work_item_checkpoint_done_uq']);
+    'work_item_checkpoint_live_uq', 'work_item_checkpoint_done_uq', 'work_item_flow_lane_idx']);
 SELECT indexes_are('flowforge', 'agent', ARRAY['agent_pkey', 'agent_name_key', 'agent_live_idx']);
 SELECT indexes_are('flowforge', 'affinity_binding', ARRAY['affinity_binding_pkey', 'affinity_binding_key_uq', 'affinity_binding_agent_idx']);
 SELECT indexes_are('flowforge', 'engine', ARRAY['engine_pkey', 'engine_tenant_engine_uq', 'engine_one_serving_per_org', 'engine_engine_idx']);
@@ -369,6 +389,10 @@ SELECT indexes_are('flowforge', 'machine_timer', ARRAY['machine_timer_pkey', 'ma
 SELECT indexes_are('flowforge', 'checkpoint', ARRAY['checkpoint_pkey', 'checkpoint_run_node_uq']);
 SELECT indexes_are('flowforge', 'checkpoint_page', ARRAY['checkpoint_page_pkey']);
 SELECT indexes_are('flowforge', 'trigger_secret', ARRAY['trigger_secret_pkey']);
+SELECT indexes_are('flowforge', 'flow_lane', ARRAY['flow_lane_pkey', 'flow_lane_identity_uq']);
+SELECT indexes_are('flowforge', 'flow_slot', ARRAY['flow_slot_pkey']);
+SELECT indexes_are('flowforge', 'flow_bucket', ARRAY['flow_bucket_pkey']);
+SELECT indexes_are('flowforge', 'flow_fair', ARRAY['flow_fair_pkey']);
 SELECT indexes_are('flowforge', 'trigger_firing', ARRAY[
     'trigger_firing_pkey', 'trigger_firing_tenant_fired', 'trigger_firing_tenant_trigger', 'trigger_firing_run',
     'trigger_firing_caused_nothing', 'trigger_firing_delivery_uq']);
@@ -741,6 +765,43 @@ SELECT matches(pg_temp.plan_of($$
 SELECT matches(pg_temp.plan_of($$
     DELETE FROM flowforge.machine_timer t WHERE t.run_id = '00000000-0000-0000-0000-000000000000'$$),
     'Index Scan using machine_timer_one_per_entry', 'deleting a run''s timers (it left the state) reads machine_timer_one_per_entry');
+
+-- Flow control's reads (0028, 0029), generic plans as PL/pgSQL caches them: the claim's
+-- probe of the flow flag, the loose scan of a queue's lanes, a lane's first units in order.
+SELECT isnt(flowforge.define_workflow($${"name": "ix_flow", "tasks": [
+    {"key": "t", "queue": "ix-flow", "concurrency": {"key": "$.run.c", "max": 2}}]}$$), NULL, 'fixture: ix_flow defined');
+SELECT is((SELECT count(DISTINCT r)::int FROM (SELECT flowforge.start_run('ix_flow', jsonb_build_object('c', g % 10)) AS r
+                                              FROM generate_series(1, 200) g) s),
+          200, 'fixture: 200 keyed runs started over 10 keys');
+ANALYZE flowforge.task_run;
+ANALYZE flowforge.queue;
+PREPARE ix_flow_probe(uuid, text[]) AS
+    SELECT 1 FROM flowforge.queue q WHERE q.organization_id = $1 AND q.name = ANY ($2) AND q.flow;
+PREPARE ix_flow_next_lane(uuid, text, uuid) AS
+    SELECT tr.flow_lane FROM flowforge.task_run tr
+    WHERE tr.organization_id = $1 AND tr.queue = $2 AND tr.state = 'ready' AND tr.flow_lane IS NOT NULL AND tr.flow_lane > $3
+    ORDER BY tr.flow_lane LIMIT 1;
+PREPARE ix_flow_lane_head(uuid, text, uuid, integer) AS
+    SELECT tr.id FROM flowforge.task_run tr
+    WHERE tr.organization_id = $1 AND tr.queue = $2 AND tr.state = 'ready' AND tr.flow_lane IS NOT NULL
+      AND tr.flow_lane = $3 AND tr.ready_at <= now()
+    ORDER BY tr.priority, tr.ready_at LIMIT $4;
+SET LOCAL plan_cache_mode = force_generic_plan;
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_flow_probe('00000000-0000-0000-0000-000000000001', ARRAY['default', 'ix-flow'])$$),
+    'Index (Only )?Scan using queue_flow_idx',
+    'the claim''s one question, "is any of these queues under flow control?", is a probe of queue_flow_idx');
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_flow_next_lane('00000000-0000-0000-0000-000000000001', 'ix-flow',
+                                                           '00000000-0000-0000-0000-000000000000')$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index (Only )?Scan using idx_taskrun_flow_lane',
+    'the next lane of a queue with ready work (the loose scan''s step) is one probe of idx_taskrun_flow_lane, no sort');
+SELECT matches(pg_temp.plan_of($$EXECUTE ix_flow_lane_head('00000000-0000-0000-0000-000000000001', 'ix-flow',
+                                                           '00000000-0000-0000-0000-000000000000', 5)$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using idx_taskrun_flow_lane',
+    'a lane''s first ready units in claim order are an ordered scan of idx_taskrun_flow_lane, no sort');
+SET LOCAL plan_cache_mode = auto;
+DEALLOCATE ix_flow_probe;
+DEALLOCATE ix_flow_next_lane;
+DEALLOCATE ix_flow_lane_head;
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(288);
+SELECT plan(316);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the eight group roles exist (0022 added flowforge_webhook, the
@@ -78,11 +78,13 @@ SELECT set_eq(
           'api_key_usage', 'organization', 'server_secret', 'setting',
           'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit',
           'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
-          'checkpoint', 'checkpoint_page', 'trigger_firing', 'trigger_secret'],
+          'checkpoint', 'checkpoint_page', 'trigger_firing', 'trigger_secret',
+          'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair'],
     'the tables covered below are all the flowforge tables (a new table needs its policies tested here)');
 
--- 31 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
--- state-machine engine's five, 0020 fan-out's checkpoint and checkpoint_page, 0022 trigger_firing;
+-- 35 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
+-- state-machine engine's five, 0020 fan-out's checkpoint and checkpoint_page, 0022 trigger_firing,
+-- 0028 flow control's flow_lane, flow_slot, flow_bucket and flow_fair;
 -- trigger_secret, a tenant table without the read role's policy, follows below).
 SELECT policies_are('flowforge', t, ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
                     format('flowforge.%s has exactly the policies readonly_select, system_all, tenant_isolation', t))
@@ -90,47 +92,54 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
 SELECT policy_roles_are('flowforge', t, 'tenant_isolation', ARRAY['flowforge_owner'],
                         format('flowforge.%s tenant_isolation applies to flowforge_owner only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'tenant_isolation', 'ALL',
                      format('flowforge.%s tenant_isolation is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
 SELECT policy_roles_are('flowforge', t, 'system_all', ARRAY['flowforge_system'],
                         format('flowforge.%s system_all applies to flowforge_system only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'system_all', 'ALL', format('flowforge.%s system_all is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
 SELECT policy_roles_are('flowforge', t, 'readonly_select', ARRAY['flowforge_readonly'],
                         format('flowforge.%s readonly_select applies to flowforge_readonly only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'readonly_select', 'SELECT', format('flowforge.%s readonly_select is FOR SELECT', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
-                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing']) AS t;
+                  'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
 
 -- organization: the tenant API may only read its own organization row.
 SELECT policies_are('flowforge', 'organization', ARRAY['readonly_select', 'system_all', 'tenant_isolation'],

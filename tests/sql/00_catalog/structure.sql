@@ -7,7 +7,7 @@
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(692);
+SELECT plan(709);
 
 SELECT has_schema('flowforge');
 
@@ -19,8 +19,9 @@ SELECT tables_are('flowforge', ARRAY[
     'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine',
     'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
     'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
-    'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing'
-], 'flowforge has exactly the thirty-five tables of the migrations');
+    'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing',
+    'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair'
+], 'flowforge has exactly the thirty-nine tables of the migrations');
 
 -- ---------------------------------------------------------------------------
 -- Exact column lists (a column added or dropped without this test changing fails)
@@ -36,7 +37,7 @@ SELECT columns_are('flowforge', 'workflow', ARRAY[
 SELECT columns_are('flowforge', 'task', ARRAY[
     'id', 'organization_id', 'workflow_id', 'key', 'queue', 'priority', 'max_attempts', 'backoff',
     'backoff_factor', 'max_backoff', 'timeout', 'dependency_count', 'created_at',
-    'max_visits', 'is_final', 'affinity', 'affinity_policy', 'worker_params', 'spec']);
+    'max_visits', 'is_final', 'affinity', 'affinity_policy', 'worker_params', 'spec', 'flow']);
 SELECT columns_are('flowforge', 'task_dependency', ARRAY[
     'organization_id', 'workflow_id', 'task_id', 'depends_on_task_id']);
 -- 0022: seed 000's cron table is the general trigger table (workflow_name became target).
@@ -51,7 +52,7 @@ SELECT columns_are('flowforge', 'task_run', ARRAY[
     'id', 'organization_id', 'workflow_run_id', 'task_id', 'task_key', 'queue', 'priority', 'state',
     'attempt', 'max_attempts', 'fencing_token', 'lease_owner', 'lease_expires_at', 'timeout', 'ready_at',
     'remaining_deps', 'output', 'error', 'created_at', 'started_at', 'finished_at',
-    'worker_params', 'affinity_key', 'affinity_policy', 'fans_out']);
+    'worker_params', 'affinity_key', 'affinity_policy', 'fans_out', 'flow_lane', 'flow_token']);
 SELECT columns_are('flowforge', 'idempotency_key', ARRAY[
     'organization_id', 'key', 'workflow_run_id', 'request_hash', 'created_at']);
 SELECT columns_are('flowforge', 'outbox_message', ARRAY[
@@ -62,7 +63,8 @@ SELECT columns_are('flowforge', 'task_run_event', ARRAY[
     'id', 'seq', 'organization_id', 'workflow_run_id', 'task_run_id', 'kind', 'from_state', 'to_state',
     'fencing_token', 'attempt', 'detail', 'created_at', 'work_item_id']);
 SELECT columns_are('flowforge', 'queue', ARRAY[
-    'organization_id', 'name', 'exchange', 'routing_key', 'dispatch_lease', 'created_at', 'updated_at']);
+    'organization_id', 'name', 'exchange', 'routing_key', 'dispatch_lease', 'created_at', 'updated_at',
+    'paused', 'max_running', 'rate_limit', 'rate_per', 'keyed', 'flow']);
 SELECT columns_are('flowforge', 'api_key_usage', ARRAY['api_key_id', 'organization_id', 'last_used_at']);
 SELECT columns_are('flowforge', 'server_secret', ARRAY['singleton', 'gateway_key', 'created_at']);
 SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes', 'max_json_depth', 'agent_timeout',
@@ -76,7 +78,8 @@ SELECT columns_are('flowforge', 'work_item', ARRAY[
     'queue', 'worker_params', 'payload', 'output', 'status', 'priority', 'fencing_token', 'agent_id', 'leased_by',
     'dispatched_at', 'completed_at', 'lease_expires_at', 'next_attempt_at', 'retry_count', 'max_retries', 'backoff',
     'backoff_factor', 'max_backoff', 'timeout', 'affinity_key', 'affinity_policy', 'error', 'created_at', 'created_by',
-    'updated_at', 'updated_by', 'deleted_at', 'deleted_by', 'checkpoint_id', 'checkpoint_generation', 'item_index']);
+    'updated_at', 'updated_by', 'deleted_at', 'deleted_by', 'checkpoint_id', 'checkpoint_generation', 'item_index',
+    'flow_lane', 'flow_token']);
 SELECT columns_are('flowforge', 'agent', ARRAY[
     'id', 'organization_id', 'name', 'http_address', 'grpc_address', 'infra_address', 'agent_version', 'binary_path',
     'agent_type', 'status', 'metrics', 'metadata', 'heartbeat_interval', 'last_heartbeat_at', 'last_claim_at',
@@ -121,6 +124,14 @@ SELECT columns_are('flowforge', 'trigger_secret', ARRAY['trigger_id', 'organizat
 SELECT columns_are('flowforge', 'trigger_firing', ARRAY[
     'id', 'organization_id', 'trigger_id', 'trigger_name', 'trigger_type', 'payload', 'action', 'definition_id', 'event',
     'run_id', 'outcome', 'error', 'fired_on', 'recorded_at', 'delivery_id', 'created_by']);
+-- 0028: flow control's counted rows.
+SELECT columns_are('flowforge', 'flow_lane', ARRAY[
+    'organization_id', 'id', 'identity', 'conc_name', 'conc_value', 'conc_max', 'rate_name', 'rate_value', 'rate_limit',
+    'rate_per', 'fair_value', 'fair_weight', 'created_at']);
+SELECT columns_are('flowforge', 'flow_slot', ARRAY['organization_id', 'scope', 'name', 'value', 'running', 'updated_at']);
+SELECT columns_are('flowforge', 'flow_bucket', ARRAY[
+    'organization_id', 'scope', 'name', 'value', 'rate_limit', 'rate_per', 'level', 'refilled_at']);
+SELECT columns_are('flowforge', 'flow_fair', ARRAY['organization_id', 'queue', 'value', 'pass', 'updated_at']);
 
 -- ---------------------------------------------------------------------------
 -- Key column types
@@ -470,6 +481,8 @@ SELECT hasnt_fk('flowforge', 'trigger_firing', 'trigger_firing has no foreign ke
 -- and deferrability. task_run_event and machine_transition deliberately have no
 -- FK: history outlives purges of the runs it describes. work_item.run_id
 -- and engine_run.run_id name a run of any engine, so they reference no one engine's table.
+-- task_run.flow_lane and work_item.flow_lane (0028) reference no flow_lane row: a key check on
+-- every unit created would lock the lane row every creator of that key shares (lanes are never deleted).
 SELECT results_eq(
     $$SELECT conrelid::regclass::text, conname::text COLLATE "default", confdeltype::text, condeferrable, condeferred
       FROM pg_constraint
@@ -489,6 +502,10 @@ SELECT results_eq(
              ('flowforge.engine',            'engine_organization_fkey',            'c', false, false),
              ('flowforge.engine_run',        'engine_run_definition_fkey',          'r', false, false),
              ('flowforge.engine_run',        'engine_run_organization_fkey',        'r', false, false),
+             ('flowforge.flow_bucket',       'flow_bucket_organization_fkey',       'c', false, false),
+             ('flowforge.flow_fair',         'flow_fair_organization_fkey',         'c', false, false),
+             ('flowforge.flow_lane',         'flow_lane_organization_fkey',         'c', false, false),
+             ('flowforge.flow_slot',         'flow_slot_organization_fkey',         'c', false, false),
              ('flowforge.graph_edge',        'graph_edge_from_fkey',                'c', false, false),
              ('flowforge.graph_edge',        'graph_edge_organization_fkey',        'r', false, false),
              ('flowforge.graph_edge',        'graph_edge_to_fkey',                  'c', false, false),
@@ -623,6 +640,17 @@ FROM unnest(ARRAY['total', 'max_concurrency', 'iterator_type', 'engine_kind', 't
 SELECT col_hasnt_default('flowforge', 'work_item', c, format('work_item.%s has no default (only a fan-out child has one)', c))
 FROM unnest(ARRAY['checkpoint_id', 'checkpoint_generation', 'item_index']) AS c;
 SELECT col_default_is('flowforge', 'task_run', 'fans_out', false, 'task_run.fans_out defaults to false');
+-- 0028: a queue is not paused, limited or keyed until told; a unit has no lane and holds no slot until flow control gives it one.
+SELECT col_default_is('flowforge', 'queue', c, false, format('queue.%s defaults to false', c))
+FROM unnest(ARRAY['paused', 'keyed']) AS c;
+SELECT col_hasnt_default('flowforge', 'queue', c, format('queue.%s has no default: no limit', c))
+FROM unnest(ARRAY['max_running', 'rate_limit', 'rate_per']) AS c;
+SELECT col_hasnt_default('flowforge', t, c, format('%s.%s has no default', t, c))
+FROM (VALUES ('task', 'flow'), ('task_run', 'flow_lane'), ('task_run', 'flow_token'), ('work_item', 'flow_lane'),
+             ('work_item', 'flow_token')) AS x(t, c);
+SELECT col_default_is('flowforge', 'flow_lane', 'id', 'flowforge.uuid7()', 'flow_lane.id defaults to flowforge.uuid7() (time-ordered)');
+SELECT col_default_is('flowforge', 'flow_slot', 'running', 0, 'flow_slot.running defaults to 0');
+SELECT col_default_is('flowforge', 'flow_fair', 'pass', 0::numeric, 'flow_fair.pass defaults to 0');
 SELECT col_default_is('flowforge', 'setting', 'max_fanout_items', 100000, 'setting.max_fanout_items defaults to 100,000');
 -- 0022: seed 000's rows were cron triggers that start their workflow, in UTC; a firing's times are the writer's.
 SELECT col_default_is('flowforge', 'scheduled_trigger', 'trigger_type', 'cron'::varchar, 'scheduled_trigger.trigger_type defaults to cron');
@@ -646,9 +674,11 @@ SELECT results_eq(
       WHERE c.relnamespace = 'flowforge'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated <> ''
       ORDER BY 1, 2$$,
     $$VALUES ('flowforge.machine_run', 'live', 's', '((status)::text = ''running''::text)'),
-             ('flowforge.machine_run', 'suspended', 's', '(action_item_id IS NOT NULL)')$$,
-    'machine_run.live (status = running) and .suspended (action_item_id IS NOT NULL) are GENERATED ALWAYS ... STORED, '
-    'and are the schema''s only generated columns'
+             ('flowforge.machine_run', 'suspended', 's', '(action_item_id IS NOT NULL)'),
+             ('flowforge.queue', 'flow', 's', '(paused OR (max_running IS NOT NULL) OR (rate_limit IS NOT NULL) OR keyed)')$$,
+    'machine_run.live (status = running) and .suspended (action_item_id IS NOT NULL), and queue.flow (paused, '
+    'limited or keyed: claimed through flow control), are GENERATED ALWAYS ... STORED, and are the schema''s only '
+    'generated columns'
 );
 SELECT is(
     (SELECT attidentity::text FROM pg_attribute

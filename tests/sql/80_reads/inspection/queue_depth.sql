@@ -1,14 +1,16 @@
 -- queue_depth (0026): per organization, queue and kind of unit — ready now,
 -- running, scheduled later, the oldest ready and its age, claims in the last
 -- minute — for both queues (task runs and work items), pull and push; a
--- fan-out's held unit is not counted as running (its children are).
+-- fan-out's held unit is not counted as running (its children are); flow
+-- control's limits, counters, tokens and held-back counts (0028).
 BEGIN;
-SELECT plan(8);
+SELECT plan(14);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 SELECT columns_are('flowforge', 'queue_depth', ARRAY[
     'organization_id', 'organization', 'unit_kind', 'queue', 'delivery', 'ready', 'running', 'scheduled',
-    'oldest_ready_at', 'oldest_ready_age', 'next_scheduled_at', 'claims_last_minute'], 'queue_depth has its columns');
+    'oldest_ready_at', 'oldest_ready_age', 'next_scheduled_at', 'claims_last_minute',
+    'paused', 'max_running', 'rate', 'flow'], 'queue_depth has its columns (0028 added the flow-control ones at the end)');
 
 -- Task runs on qd-tasks: 4 started, 1 claimed and failed into a 30-second backoff, 1 claimed and running.
 SELECT flowforge_test.define_single('qd_single', '{"queue": "qd-tasks", "backoff": "30 seconds"}') \gset
@@ -70,8 +72,45 @@ SELECT is((SELECT count(*)::int FROM flowforge.queue_depth WHERE organization = 
 SELECT is((SELECT count(*)::int FROM flowforge.queue_depth WHERE queue = 'default'), 0,
           'a queue nobody used has no row');
 
+SELECT results_eq(
+    $$SELECT paused, max_running, rate, flow FROM flowforge.queue_depth WHERE queue = 'qd-tasks' AND unit_kind = 'task_run'$$,
+    $$VALUES (false, NULL::integer, NULL::jsonb, NULL::jsonb)$$,
+    'a queue without flow control: not paused, no limit, no rate, no flow facts');
+
+-- Flow control (0028): a queue of max_running 3 and 5 per minute, a concurrency key (max 1 per
+-- customer) and a rate-limit key (2 per minute); 4 runs of customer a, 2 of b; one claim of 10.
+SELECT flowforge.configure_queue('qd-flow', max_running => 3, rate => '{"limit": 5, "per": "1 minute"}') \gset
+SELECT flowforge_test.define_single('qd_flow', '{"queue": "qd-flow", "concurrency": {"key": "$.run.customer", "max": 1},
+    "rate_limit": {"key": "qd-api", "limit": 2, "per": "1 minute"}}') \gset
+SELECT count(flowforge.start_run('qd_flow', '{"customer": "a"}')) FROM generate_series(1, 4) \gset
+SELECT count(flowforge.start_run('qd_flow', '{"customer": "b"}')) FROM generate_series(1, 2) \gset
+SELECT is((SELECT count(*)::int FROM flowforge.claim(ARRAY['qd-flow'], 'qd-worker', '30 seconds', 10)), 2,
+          'fixture: one claim of 10 takes 2 (one per customer: the key''s max 1; the rate key''s 2 tokens)');
+SELECT results_eq(
+    $$SELECT ready, running, paused, max_running, rate, flow FROM flowforge.queue_depth WHERE queue = 'qd-flow'$$,
+    $$VALUES (4::bigint, 2::bigint, false, 3, '{"limit": 5, "per": "00:01:00", "tokens": 3}'::jsonb,
+              '{"running": 2,
+                "keys": [{"key": "$.run.customer", "value": "a", "max": 1, "running": 1, "ready": 3, "held_back": 3},
+                         {"key": "$.run.customer", "value": "b", "max": 1, "running": 1, "ready": 1, "held_back": 1}],
+                "rate_keys": [{"key": "qd-api", "limit": 2, "per": "00:01:00", "tokens": 0, "ready": 4,
+                               "held_back": 4}],
+                "held_back": {"queue_paused": 0, "queue_concurrency": 3, "queue_rate": 1, "key_concurrency": 4,
+                              "key_rate": 4}}'::jsonb)$$,
+    'flow: the limits, the running counter, each key''s running and ready and what it holds back, the rate key''s '
+    'tokens left (a fixed name has no value), and per rule how many of the 4 ready are held back (queue: 1 slot of 3 '
+    'left, 3 tokens of 5)');
+SELECT flowforge_test.set_clock('2030-01-01 00:02:30+00') \gset
+SELECT is((SELECT (rate ->> 'tokens')::numeric FROM flowforge.queue_depth WHERE queue = 'qd-flow'), 5::numeric,
+          'half a minute on, the queue''s bucket is full again (5 per minute, 2 spent at 00:02:00)');
+SELECT is((SELECT flow #> '{rate_keys,0,tokens}' FROM flowforge.queue_depth WHERE queue = 'qd-flow'), '1'::jsonb,
+          'and the rate key has one of its 2 per minute back');
+SELECT flowforge.pause_queue('qd-flow') \gset
+SELECT results_eq(
+    $$SELECT paused, (flow #>> '{held_back,queue_paused}')::int FROM flowforge.queue_depth WHERE queue = 'qd-flow'$$,
+    $$VALUES (true, 4)$$, 'paused: every ready unit is held back');
+
 SET LOCAL ROLE flowforge_readonly;
-SELECT is((SELECT count(*)::int FROM flowforge.queue_depth), 5, 'flowforge_readonly reads queue_depth');
+SELECT is((SELECT count(*)::int FROM flowforge.queue_depth), 6, 'flowforge_readonly reads queue_depth');
 RESET ROLE;
 
 SELECT * FROM finish();

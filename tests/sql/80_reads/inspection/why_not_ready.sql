@@ -3,13 +3,14 @@
 -- plain UPDATE), and asserted with its words and its data. One transaction,
 -- rolled back; the clock frozen, then moved where a reason needs time to pass.
 --
---   run_cancelled, run_ended, waiting_on_dependencies, (queue_paused: flow
---   control, skipped), backoff, fan_out_at_concurrency_limit,
+--   run_cancelled, run_ended, waiting_on_dependencies, queue_paused, backoff,
+--   queue_at_concurrency_limit, queue_rate_limited, key_at_concurrency_limit,
+--   key_rate_limited (flow control, 0028), fan_out_at_concurrency_limit,
 --   fan_out_children_running, machine_suspended, awaiting_broker,
 --   pinned_to_unavailable_agent, no_agent_with_labels, affinity_needs_agent,
 --   awaiting_dispatch, ready
 BEGIN;
-SELECT plan(61);
+SELECT plan(74);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 SELECT columns_are('flowforge', 'why_not_ready', ARRAY[
@@ -59,8 +60,74 @@ SELECT is((pg_temp.why(:'r_dia', 'd')).detail -> 'waiting_on',
           'once a succeeded, d waits on b and c (ready), and only on what has not succeeded');
 SELECT is((pg_temp.why(:'r_dia', 'b')).reason, 'ready', 'b is ready once a succeeded');
 
--- ======================================================= (queue_paused)
-SELECT skip('queue_paused: flow control (issue 18) adds queue.paused; the reason''s place in why_not_ready is marked', 1);
+-- ======================================================= flow control (0028): queue_paused, then the limits
+SELECT flowforge_test.define_single('wn_paused', '{"queue": "wn-paused", "backoff": "10 seconds"}') \gset
+SELECT flowforge.start_run('wn_paused') AS r_paused \gset
+SELECT flowforge.pause_queue('wn-paused') \gset
+SELECT results_eq(
+    format($$SELECT reason, status, since, until, detail -> 'flow' -> 'queue' FROM flowforge.why_not_ready WHERE run_id = %L$$,
+           :'r_paused'),
+    $$VALUES ('queue_paused'::text, 'ready'::text, '2030-01-01 00:00:00+00'::timestamptz, NULL::timestamptz,
+              '{"paused": true, "running": 0}'::jsonb)$$,
+    'queue_paused: a ready task of a paused queue — since it was ready, the queue''s flags in detail.flow');
+SELECT is((pg_temp.why(:'r_paused', 'only')).explanation,
+          'its queue wn-paused is paused: nothing is claimed from it until resume_queue', 'queue_paused: in words');
+SELECT is((SELECT count(*)::int FROM flowforge.claim(ARRAY['wn-paused'], 'wn-worker')), 0, 'and indeed nothing is claimed');
+SELECT flowforge.resume_queue('wn-paused') \gset
+SELECT is((pg_temp.why(:'r_paused', 'only')).reason, 'ready', 'resumed: ready again');
+SELECT task_run_id AS paused_tr, fencing_token AS paused_tok FROM flowforge_test.claim_key(:'r_paused', 'only', 'wn-paused') \gset
+SELECT flowforge.fail(:'paused_tr', :'paused_tok', 'flaky') \gset
+SELECT flowforge.pause_queue('wn-paused') \gset
+SELECT is((pg_temp.why(:'r_paused', 'only')).reason, 'queue_paused',
+          'queue_paused comes before backoff: a retry waiting in a paused queue waits for the queue first');
+SELECT flowforge.resume_queue('wn-paused') \gset
+
+SELECT flowforge.configure_queue('wn-max', max_running => 1) \gset
+SELECT flowforge_test.define_single('wn_max', '{"queue": "wn-max"}') \gset
+SELECT flowforge.start_run('wn_max') AS r_max1 \gset
+SELECT flowforge.start_run('wn_max') AS r_max2 \gset
+SELECT count(*) FROM flowforge.claim(ARRAY['wn-max'], 'wn-worker', '30 seconds', 10) \gset
+SELECT is((SELECT count(*)::int FROM flowforge.why_not_ready WHERE queue = 'wn-max' AND reason = 'queue_at_concurrency_limit'), 1,
+          'queue_at_concurrency_limit: of two ready tasks under max_running 1, one runs and the other is held back');
+SELECT is((SELECT explanation FROM flowforge.why_not_ready WHERE queue = 'wn-max'),
+          'its queue wn-max is at its concurrency limit: 1 running, max_running 1; it goes when one of them ends',
+          'queue_at_concurrency_limit: in words');
+
+SELECT flowforge.configure_queue('wn-rate', rate => '{"limit": 1, "per": "10 seconds"}') \gset
+SELECT flowforge_test.define_single('wn_rate', '{"queue": "wn-rate"}') \gset
+SELECT count(flowforge.start_run('wn_rate')) FROM generate_series(1, 2) \gset
+SELECT count(*) FROM flowforge.claim(ARRAY['wn-rate'], 'wn-worker', '30 seconds', 10) \gset
+SELECT results_eq(
+    $$SELECT reason, until, (detail #>> '{flow,queue,rate,tokens}')::numeric FROM flowforge.why_not_ready WHERE queue = 'wn-rate'$$,
+    $$VALUES ('queue_rate_limited'::text, '2030-01-01 00:00:10+00'::timestamptz, 0::numeric)$$,
+    'queue_rate_limited: a rate of 1 per 10 seconds spent by the first claim; until the next token, 0 tokens left');
+SELECT is((SELECT explanation FROM flowforge.why_not_ready WHERE queue = 'wn-rate'),
+          'its queue wn-rate is at its rate limit of 1 per 00:00:10: no token left; the next one at 2030-01-01T00:00:10+00:00',
+          'queue_rate_limited: in words');
+
+SELECT flowforge_test.define_single('wn_key', '{"queue": "wn-key", "concurrency": {"key": "$.run.env", "max": 1}}') \gset
+SELECT count(flowforge.start_run('wn_key', '{"env": "prod"}')) FROM generate_series(1, 2) \gset
+SELECT flowforge.start_run('wn_key', '{"env": "staging"}') AS r_staging \gset
+SELECT count(*) FROM flowforge.claim(ARRAY['wn-key'], 'wn-worker', '30 seconds', 10) \gset
+SELECT results_eq(
+    $$SELECT reason, detail -> 'flow' -> 'concurrency' FROM flowforge.why_not_ready WHERE queue = 'wn-key'$$,
+    $$VALUES ('key_at_concurrency_limit'::text, '{"key": "$.run.env", "max": 1, "value": "prod", "running": 1}'::jsonb)$$,
+    'key_at_concurrency_limit: the second prod deploy waits for the first; staging ran (its own key)');
+SELECT is((SELECT explanation FROM flowforge.why_not_ready WHERE queue = 'wn-key'),
+          'concurrency key $.run.env = "prod" is at its limit: 1 running, max 1; it goes when one of them ends',
+          'key_at_concurrency_limit: in words');
+
+SELECT flowforge_test.define_single('wn_api', '{"queue": "wn-api", "rate_limit": {"key": "payments-api", "limit": 2, "per": "1 minute"}}') \gset
+SELECT count(flowforge.start_run('wn_api')) FROM generate_series(1, 3) \gset
+SELECT is((SELECT count(*)::int FROM flowforge.claim(ARRAY['wn-api'], 'wn-worker', '30 seconds', 10)), 2,
+          'a rate limit of 2 per minute: a claim of 10 takes 2');
+SELECT results_eq(
+    $$SELECT reason, until, detail #>> '{flow,rate_limit,key}' FROM flowforge.why_not_ready WHERE queue = 'wn-api'$$,
+    $$VALUES ('key_rate_limited'::text, '2030-01-01 00:00:30+00'::timestamptz, 'payments-api'::text)$$,
+    'key_rate_limited: the third waits for the bucket''s next token, 30 seconds on');
+SELECT is((SELECT explanation FROM flowforge.why_not_ready WHERE queue = 'wn-api'),
+          'rate limit payments-api is used up (2 per 00:01:00): the next token at 2030-01-01T00:00:30+00:00',
+          'key_rate_limited: in words');
 
 -- ======================================================= backoff
 SELECT flowforge_test.define_single('wn_backoff', '{"queue": "wn-backoff", "backoff": "10 seconds"}') \gset
@@ -241,9 +308,10 @@ SELECT is((SELECT count(*)::int FROM flowforge.why_not_ready WHERE run_id = :'r_
 RESET ROLE;
 SELECT set_eq($$SELECT DISTINCT reason FROM flowforge.why_not_ready$$,
     ARRAY['ready', 'waiting_on_dependencies', 'backoff', 'fan_out_at_concurrency_limit', 'fan_out_children_running',
-          'machine_suspended', 'no_agent_with_labels', 'pinned_to_unavailable_agent', 'run_cancelled', 'run_ended'],
-    'the reasons that still hold at the end, side by side (awaiting_broker, awaiting_dispatch and affinity_needs_agent '
-    'were resolved above)');
+          'machine_suspended', 'no_agent_with_labels', 'pinned_to_unavailable_agent', 'run_cancelled', 'run_ended',
+          'queue_at_concurrency_limit', 'queue_rate_limited', 'key_at_concurrency_limit', 'key_rate_limited'],
+    'the reasons that still hold at the end, side by side (awaiting_broker, awaiting_dispatch, affinity_needs_agent '
+    'and queue_paused were resolved above)');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,0 +1,818 @@
+-- Flow control (issue 18): what the claim keeps, for both queues (task_run
+-- through claim(), work_item through claim_work()).
+--
+--   per queue (configure_queue, pause_queue / resume_queue):
+--     paused       claims return nothing from it
+--     max_running  at most this many of its units running (dispatched) at once
+--     rate         a token bucket: at most {"limit": n, "per": duration}
+--   per unit of work (a DAG task, a graph node, a machine's action; _spec_flow):
+--     concurrency  {"key": jsonpath, "max": n}: at most n running per value of the key, organization-wide
+--     rate_limit   {"key": jsonpath | fixed name, "limit": n, "per": duration}: a token bucket per value
+--     fairness     {"key": jsonpath, "weight": w}: claims interleave the keys of a queue
+--
+-- The rules (docs/execution-model.md, "Flow control", says them for users):
+--
+-- * A unit's keys are evaluated once, when it is created, into its lane
+--   (flow_lane: one row per distinct evaluated flow control); the unit
+--   carries the lane's id. Units without flow control have none.
+-- * A queue whose row says flow (paused, max_running, a rate, or keyed: some
+--   definition's unit on it declares flow control — set when it is defined)
+--   is claimed through _flow_pick; every other queue through the claim's own
+--   statements, unchanged. The only cost flow control adds to them is the
+--   claim's one probe of queue_flow_idx (empty while nobody uses it) and the
+--   WHEN clause of the release trigger.
+-- * Limits are counted rows, locked in the claim's transaction: the queue's
+--   running counter (flow_slot, scope queue), each concurrency key value's
+--   (flow_slot, scope key), each token bucket (flow_bucket). Never a count
+--   over the units themselves. Lock order: the claimed queues' counters (by
+--   name), each one's bucket after it, then the key counters and key buckets
+--   a claim needs (sorted); the release takes the queue's counter, then the
+--   key's. A claim of a queue through this path therefore waits for another
+--   claim of that queue to commit: the price of a limit that holds.
+-- * The units a claim takes are marked with flow_token = their new fencing
+--   token. When such a unit leaves running (dispatched) — complete, fail, the
+--   reaper, cancel, a fan-out's end, a purge — the row trigger _flow_release
+--   gives its slots back, once, because only that generation's transition
+--   out of running fires it, and wakes claimers (NOTIFY flowforge_ready).
+--   Rate tokens are spent, never given back.
+-- * A unit held back by a limit stays ready (pending), untouched: no attempt,
+--   no event; it is claimed as soon as its limit allows.
+-- * Token buckets hold at most `limit` tokens, start full the first time
+--   they are used, and refill continuously at limit / per, in whole
+--   token-microseconds (exact integers, no rounding): over a span d from the
+--   bucket's first use, at most limit + floor(limit * d / per) units start.
+-- * Fairness (stride scheduling): each fairness key value of a queue has a
+--   pass. A claim orders its candidates by priority, then by tag, then by
+--   age: the j-th candidate of key k in this claim has tag
+--   eff(k) + (j - 1) / weight(k), eff(k) = max(pass(k), P - 1) where P is the
+--   highest pass among the keys with ready work (a key banks at most one
+--   round of credit: a newcomer or a key back from idle starts one round
+--   behind the leader, never thousands of claims ahead of it); taking n units
+--   of k sets pass(k) = eff(k) + n / weight(k). Units without a fairness key
+--   share the key null. Equal weights therefore alternate one by one: a key
+--   with 10,000 ready units and a key with 10 are served k1, k2, k1, k2, ...
+-- * Cost for a limited queue: the claim reads one head per lane with ready
+--   work (a loose index scan of the lane index, then the first `batch` units
+--   of each lane), locks the counters it needs and writes them; units without
+--   a lane in a queue that has lanes are found by looking at most 1,000
+--   units past the keyed ones (put keyed and unkeyed work on different
+--   queues when a keyed backlog can be deeper than that).
+
+-- A bucket's capacity unit: one token is the bucket's period in microseconds.
+CREATE OR REPLACE FUNCTION flowforge._flow_per_us(p_per interval) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT (extract(epoch FROM p_per) * 1000000)::bigint $$;
+COMMENT ON FUNCTION flowforge._flow_per_us(interval) IS
+  'Internal: a token bucket period in microseconds (one token is that many token-microseconds of level).';
+
+-- A bucket's level refilled to p_now: full when it was never used (p_level NULL).
+CREATE OR REPLACE FUNCTION flowforge._flow_refill(p_level bigint, p_refilled_at timestamptz, p_limit integer,
+                                                  p_per interval, p_now timestamptz)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN p_level IS NULL THEN p_limit::bigint * flowforge._flow_per_us(p_per)
+                ELSE least(p_limit::bigint * flowforge._flow_per_us(p_per),
+                           p_level + p_limit::bigint
+                                     * least(flowforge._flow_per_us(p_per),
+                                             greatest(0::bigint,
+                                                      (extract(epoch FROM p_now - p_refilled_at) * 1000000)::bigint)))
+           END
+$$;
+COMMENT ON FUNCTION flowforge._flow_refill(bigint, timestamptz, integer, interval, timestamptz) IS
+  'Internal: a token bucket''s level (token-microseconds) refilled from p_refilled_at to p_now at p_limit tokens per '
+  'p_per, capped at p_limit tokens; a bucket never used (NULL) is full.';
+
+-- A key's value as the counters name it: the JSON value the path finds
+-- (null when it finds nothing); a long one by its digest, so counter keys stay small.
+CREATE OR REPLACE FUNCTION flowforge._flow_value(p_path text, p_input jsonb) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v_value jsonb;
+BEGIN
+    -- Silently, like affinity: an error here would fail the start of the run.
+    v_value := coalesce(jsonb_path_query_first(coalesce(p_input, '{}'), p_path::jsonpath, silent => true), 'null');
+    IF length(v_value::text) > 200 THEN
+        RETURN to_jsonb('md5:' || md5(v_value::text));
+    END IF;
+    RETURN v_value;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._flow_value(text, jsonb) IS
+  'Internal: the value a flow-control key path finds in a unit''s input (JSON null when it finds nothing; a value '
+  'longer than 200 characters as the string md5:<digest>).';
+
+-- The lane of a new unit of work: its flow control evaluated against its input.
+CREATE OR REPLACE FUNCTION flowforge._flow_lane(p_org uuid, p_flow jsonb, p_input jsonb, p_now timestamptz)
+RETURNS uuid
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_conc constant jsonb := p_flow -> 'concurrency';
+    v_rate constant jsonb := p_flow -> 'rate_limit';
+    v_fair constant jsonb := p_flow -> 'fairness';
+    v_conc_value jsonb;
+    v_rate_value jsonb;
+    v_fair_value jsonb := 'null';
+    v_weight numeric := 1;
+    v_found jsonb;
+    v_identity text;
+    v_id uuid;
+BEGIN
+    IF p_flow IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF v_conc IS NOT NULL THEN
+        v_conc_value := flowforge._flow_value(v_conc ->> 'key', p_input);
+    END IF;
+    IF v_rate IS NOT NULL THEN
+        -- A fixed name is one bucket for every unit that names it.
+        v_rate_value := CASE WHEN left(v_rate ->> 'key', 1) = '$' THEN flowforge._flow_value(v_rate ->> 'key', p_input)
+                             ELSE 'null' END;
+    END IF;
+    IF v_fair IS NOT NULL THEN
+        v_fair_value := flowforge._flow_value(v_fair ->> 'key', p_input);
+        IF jsonb_typeof(v_fair -> 'weight') = 'number' THEN
+            v_weight := (v_fair ->> 'weight')::numeric;
+        ELSE
+            -- A weight read from the input counts only when it is a number in range; otherwise 1.
+            v_found := jsonb_path_query_first(coalesce(p_input, '{}'), (v_fair ->> 'weight')::jsonpath, silent => true);
+            IF jsonb_typeof(v_found) = 'number' AND (v_found #>> '{}')::numeric BETWEEN 0.001 AND 1000 THEN
+                v_weight := trim_scale((v_found #>> '{}')::numeric);
+            END IF;
+        END IF;
+    END IF;
+    v_identity := md5(jsonb_build_array(
+        v_conc ->> 'key', v_conc_value, (v_conc ->> 'max')::integer,
+        v_rate ->> 'key', v_rate_value, (v_rate ->> 'limit')::integer, flowforge._flow_per_us((v_rate ->> 'per')::interval),
+        v_fair_value, v_weight)::text);
+    SELECT l.id INTO v_id FROM flowforge.flow_lane l WHERE l.organization_id = p_org AND l.identity = v_identity;
+    IF v_id IS NULL THEN
+        INSERT INTO flowforge.flow_lane (organization_id, identity, conc_name, conc_value, conc_max, rate_name,
+                                         rate_value, rate_limit, rate_per, fair_value, fair_weight, created_at)
+        VALUES (p_org, v_identity, v_conc ->> 'key', v_conc_value, (v_conc ->> 'max')::integer, v_rate ->> 'key',
+                v_rate_value, (v_rate ->> 'limit')::integer, (v_rate ->> 'per')::interval, v_fair_value, v_weight, p_now)
+        ON CONFLICT ON CONSTRAINT flow_lane_identity_uq DO NOTHING
+        RETURNING id INTO v_id;
+        IF v_id IS NULL THEN  -- a concurrent creator's insert won
+            SELECT l.id INTO STRICT v_id FROM flowforge.flow_lane l
+            WHERE l.organization_id = p_org AND l.identity = v_identity;
+        END IF;
+    END IF;
+    RETURN v_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._flow_lane(uuid, jsonb, jsonb, timestamptz) IS
+  'Internal: the lane (flow_lane id) of a new unit of work whose definition declares flow control p_flow: its '
+  'concurrency key value, rate-limit key value and fairness key value and weight evaluated against p_input, found or '
+  'created (one row per distinct result); NULL when p_flow is NULL.';
+
+-- A new definition version: the queues its flow-controlled units use are keyed from now on.
+CREATE OR REPLACE FUNCTION flowforge._flow_mark_keyed(p_org uuid, p_workflow_id uuid, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    INSERT INTO flowforge.queue AS q (organization_id, name, keyed, created_at, updated_at)
+    SELECT DISTINCT p_org, t.queue, true, p_now, p_now
+    FROM flowforge.task t
+    WHERE t.workflow_id = p_workflow_id AND t.flow IS NOT NULL
+    ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE SET keyed = true, updated_at = EXCLUDED.updated_at
+    WHERE NOT q.keyed;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._flow_mark_keyed(uuid, uuid, timestamptz) IS
+  'Internal: marks keyed (claimed through the flow-control path) every queue a unit of definition p_workflow_id that '
+  'declares flow control runs on, creating its queue row (pull) when it has none.';
+
+-- The release: a unit whose claim took slots leaves running (or dispatched),
+-- or is deleted while it is. Fired only for that generation (the WHEN clause
+-- of the triggers in 0028: flow_token = fencing_token), so exactly once.
+CREATE OR REPLACE FUNCTION flowforge._flow_release() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_lane record;
+BEGIN
+    -- Lock order: the queue's counter, then the key's (as the claim takes them).
+    UPDATE flowforge.flow_slot s SET running = s.running - 1, updated_at = flowforge.now()
+    WHERE s.organization_id = OLD.organization_id AND s.scope = 'queue' AND s.name = OLD.queue AND s.value = 'null';
+    IF OLD.flow_lane IS NOT NULL THEN
+        SELECT l.conc_name, l.conc_value INTO v_lane
+        FROM flowforge.flow_lane l WHERE l.organization_id = OLD.organization_id AND l.id = OLD.flow_lane;
+        IF v_lane.conc_name IS NOT NULL THEN
+            UPDATE flowforge.flow_slot s SET running = s.running - 1, updated_at = flowforge.now()
+            WHERE s.organization_id = OLD.organization_id AND s.scope = 'key' AND s.name = v_lane.conc_name
+              AND s.value = v_lane.conc_value;
+        END IF;
+    END IF;
+    -- Work held back by these slots may go now.
+    PERFORM pg_notify('flowforge_ready', '');
+    RETURN NULL;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._flow_release() IS
+  'Trigger function (task_run_flow_release, work_item_flow_release and their _deleted twins): a unit whose claim '
+  'took flow-control slots leaves running / dispatched (or is deleted): its queue''s running counter and its '
+  'concurrency key''s go down by one, and NOTIFY flowforge_ready wakes claimers.';
+
+-- The claim through flow control: which units of p_queues to take, at most
+-- p_batch, honouring every limit, fairly; they are locked (FOR UPDATE SKIP
+-- LOCKED), pinned (affinity) and counted (slots, tokens, passes) here. The
+-- caller makes them running / dispatched with flow_token = the new token.
+-- p_kind: task_run (claim) or work_item (claim_work); the filters are the
+-- caller's (names, labels, affinity, engine kinds); p_worker NULL is push
+-- dispatch (no labels, no pins).
+CREATE OR REPLACE FUNCTION flowforge._flow_pick(p_kind text, p_org uuid, p_queues text[], p_batch integer,
+                                                p_now timestamptz, p_worker text, p_registered boolean,
+                                                p_labels jsonb, p_task_names text[], p_engine_kinds text[])
+RETURNS uuid[]
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    c_scan constant integer := 1000;  -- how far the unkeyed line of a queue looks past keyed units
+    v_queue record;
+    v_cap integer;
+    v_level bigint;
+    v_qnames text[] := '{}';
+    v_qcaps integer[] := '{}';
+    v_caps jsonb := '{}';          -- gate -> capacity left (queues: q:<name>; keys: k:<n>; buckets: r:<n>)
+    v_qcap0 jsonb := '{}';         -- the queues' capacities before the first pass
+    v_qrate jsonb := '{}';         -- queue -> [limit, per] of its bucket
+    v_lines jsonb;
+    v_c record;
+    -- per line (a lane of a queue, or the queue's units without a lane), by line number
+    l_queue text[] := '{}';
+    l_lane uuid[] := '{}';
+    l_cgate text[] := '{}';
+    l_rgate text[] := '{}';
+    l_fair jsonb[] := '{}';
+    l_weight numeric[] := '{}';
+    l_eff numeric[] := '{}';
+    l_admit integer[] := '{}';
+    -- gates met by the first pass, to lock
+    g_conc jsonb := '{}';          -- k:<n> -> [name, value, max]
+    g_rate jsonb := '{}';          -- r:<n> -> [name, value, limit, per]
+    -- the first pass's admissions, in claim order (line numbers)
+    v_order integer[] := '{}';
+    v_total integer := 0;
+    v_gate text;
+    v_ok boolean;
+    v_row record;
+    v_line integer;
+    v_ids uuid[] := '{}';
+    v_got uuid[];
+    v_pinned record;
+    v_taken jsonb := '{}';         -- line number -> units taken
+BEGIN
+    -- 1. The queues' running counters, locked in name order (created on first use), with each
+    --    queue's capacity: 0 when paused, max_running - running, and what its bucket allows.
+    INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
+    SELECT p_org, 'queue', u.name, 'null', 0, p_now
+    FROM (SELECT DISTINCT x AS name FROM unnest(p_queues) AS x) u
+    WHERE NOT EXISTS (SELECT 1 FROM flowforge.flow_slot s
+                      WHERE s.organization_id = p_org AND s.scope = 'queue' AND s.name = u.name AND s.value = 'null')
+    ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
+    FOR v_queue IN
+        SELECT s.name, s.running, coalesce(q.paused, false) AS paused, q.max_running, q.rate_limit, q.rate_per
+        FROM flowforge.flow_slot s
+        LEFT JOIN flowforge.queue q ON q.organization_id = p_org AND q.name = s.name
+        WHERE s.organization_id = p_org AND s.scope = 'queue' AND s.name = ANY (p_queues) AND s.value = 'null'
+        ORDER BY s.name
+        FOR UPDATE OF s
+    LOOP
+        v_cap := CASE WHEN v_queue.paused THEN 0
+                      WHEN v_queue.max_running IS NULL THEN p_batch
+                      ELSE greatest(0, least(p_batch, v_queue.max_running - v_queue.running)) END;
+        IF v_cap > 0 AND v_queue.rate_limit IS NOT NULL THEN
+            -- Only claims holding this queue's counter touch its bucket: no order to keep beyond that.
+            INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
+            VALUES (p_org, 'queue', v_queue.name, 'null', v_queue.rate_limit, v_queue.rate_per,
+                    flowforge._flow_refill(NULL, p_now, v_queue.rate_limit, v_queue.rate_per, p_now), p_now)
+            ON CONFLICT ON CONSTRAINT flow_bucket_pkey DO NOTHING;
+            SELECT flowforge._flow_refill(b.level, b.refilled_at, b.rate_limit, b.rate_per, p_now) INTO v_level
+            FROM flowforge.flow_bucket b
+            WHERE b.organization_id = p_org AND b.scope = 'queue' AND b.name = v_queue.name AND b.value = 'null'
+              AND b.rate_limit = v_queue.rate_limit AND b.rate_per = v_queue.rate_per
+            FOR UPDATE;
+            v_cap := least(v_cap, v_level / flowforge._flow_per_us(v_queue.rate_per));
+            v_qrate := v_qrate || jsonb_build_object(v_queue.name, jsonb_build_array(v_queue.rate_limit, v_queue.rate_per));
+        END IF;
+        IF v_cap > 0 THEN
+            v_qnames := v_qnames || v_queue.name::text;
+            v_qcaps := v_qcaps || v_cap;
+            v_qcap0 := v_qcap0 || jsonb_build_object('q:' || v_queue.name, v_cap);
+        END IF;
+    END LOOP;
+    IF cardinality(v_qnames) = 0 THEN
+        RETURN NULL;
+    END IF;
+
+    -- 2. The lines with ready work: each lane of each queue (a loose index scan of the
+    --    lane index, one probe per lane), and the queue's units without a lane; for each,
+    --    the priorities and ages of its first units, as many as the queue could take.
+    IF p_kind = 'task_run' THEN
+        SELECT jsonb_agg(jsonb_build_object('queue', q.queue, 'lane', l.lane, 'prios', h.prios, 'ages', h.ages))
+        INTO v_lines
+        FROM unnest(v_qnames, v_qcaps) AS q(queue, cap)
+        CROSS JOIN LATERAL (
+            WITH RECURSIVE r(lane) AS (
+                (SELECT tr.flow_lane FROM flowforge.task_run tr
+                 WHERE tr.organization_id = p_org AND tr.queue = q.queue AND tr.state = 'ready' AND tr.flow_lane IS NOT NULL
+                 ORDER BY tr.flow_lane LIMIT 1)
+                UNION ALL
+                SELECT (SELECT tr.flow_lane FROM flowforge.task_run tr
+                        WHERE tr.organization_id = p_org AND tr.queue = q.queue AND tr.state = 'ready'
+                          AND tr.flow_lane IS NOT NULL AND tr.flow_lane > r.lane
+                        ORDER BY tr.flow_lane LIMIT 1)
+                FROM r WHERE r.lane IS NOT NULL)
+            SELECT r.lane FROM r WHERE r.lane IS NOT NULL
+            UNION ALL
+            SELECT NULL::uuid) l
+        CROSS JOIN LATERAL (
+            SELECT array_agg(c.priority ORDER BY c.priority, c.ready_at) AS prios,
+                   array_agg(c.ready_at ORDER BY c.priority, c.ready_at) AS ages
+            FROM ((SELECT tr.priority, tr.ready_at FROM flowforge.task_run tr
+                   WHERE l.lane IS NOT NULL AND tr.organization_id = p_org AND tr.queue = q.queue AND tr.state = 'ready'
+                     AND tr.flow_lane IS NOT NULL AND tr.flow_lane = l.lane AND tr.ready_at <= p_now
+                     AND (p_task_names IS NULL OR tr.task_key = ANY (p_task_names))
+                     AND (p_worker IS NULL OR tr.worker_params IS NULL OR p_labels @> tr.worker_params)
+                     AND (p_worker IS NULL OR tr.affinity_key IS NULL
+                          OR (p_registered AND NOT flowforge._pinned_elsewhere(p_org, tr.affinity_key, tr.affinity_policy,
+                                                                               p_worker, p_now)))
+                   ORDER BY tr.priority, tr.ready_at LIMIT q.cap)
+                  UNION ALL
+                  (SELECT d.priority, d.ready_at FROM (
+                       SELECT tr.priority, tr.ready_at, tr.flow_lane FROM flowforge.task_run tr
+                       WHERE l.lane IS NULL AND tr.organization_id = p_org AND tr.queue = q.queue AND tr.state = 'ready'
+                         AND tr.ready_at <= p_now
+                         AND (p_task_names IS NULL OR tr.task_key = ANY (p_task_names))
+                         AND (p_worker IS NULL OR tr.worker_params IS NULL OR p_labels @> tr.worker_params)
+                         AND (p_worker IS NULL OR tr.affinity_key IS NULL
+                              OR (p_registered AND NOT flowforge._pinned_elsewhere(p_org, tr.affinity_key,
+                                                                                   tr.affinity_policy, p_worker, p_now)))
+                       ORDER BY tr.priority, tr.ready_at LIMIT c_scan) d
+                   WHERE d.flow_lane IS NULL
+                   ORDER BY d.priority, d.ready_at LIMIT q.cap)) c) h
+        WHERE h.prios IS NOT NULL;
+    ELSE
+        SELECT jsonb_agg(jsonb_build_object('queue', q.queue, 'lane', l.lane, 'prios', h.prios, 'ages', h.ages))
+        INTO v_lines
+        FROM unnest(v_qnames, v_qcaps) AS q(queue, cap)
+        CROSS JOIN LATERAL (
+            WITH RECURSIVE r(lane) AS (
+                (SELECT w.flow_lane FROM flowforge.work_item w
+                 WHERE w.organization_id = p_org AND w.queue = q.queue AND w.status = 'pending' AND w.flow_lane IS NOT NULL
+                 ORDER BY w.flow_lane LIMIT 1)
+                UNION ALL
+                SELECT (SELECT w.flow_lane FROM flowforge.work_item w
+                        WHERE w.organization_id = p_org AND w.queue = q.queue AND w.status = 'pending'
+                          AND w.flow_lane IS NOT NULL AND w.flow_lane > r.lane
+                        ORDER BY w.flow_lane LIMIT 1)
+                FROM r WHERE r.lane IS NOT NULL)
+            SELECT r.lane FROM r WHERE r.lane IS NOT NULL
+            UNION ALL
+            SELECT NULL::uuid) l
+        CROSS JOIN LATERAL (
+            SELECT array_agg(c.priority ORDER BY c.priority, c.next_attempt_at) AS prios,
+                   array_agg(c.next_attempt_at ORDER BY c.priority, c.next_attempt_at) AS ages
+            FROM ((SELECT w.priority, w.next_attempt_at FROM flowforge.work_item w
+                   WHERE l.lane IS NOT NULL AND w.organization_id = p_org AND w.queue = q.queue AND w.status = 'pending'
+                     AND w.flow_lane IS NOT NULL AND w.flow_lane = l.lane AND w.next_attempt_at <= p_now
+                     AND (p_task_names IS NULL OR w.task_name = ANY (p_task_names))
+                     AND (p_engine_kinds IS NULL OR w.engine_kind = ANY (p_engine_kinds))
+                     AND (p_worker IS NULL OR w.worker_params IS NULL OR p_labels @> w.worker_params)
+                     AND (p_worker IS NULL OR w.affinity_key IS NULL
+                          OR (p_registered AND NOT flowforge._pinned_elsewhere(p_org, w.affinity_key, w.affinity_policy,
+                                                                               p_worker, p_now)))
+                   ORDER BY w.priority, w.next_attempt_at LIMIT q.cap)
+                  UNION ALL
+                  (SELECT d.priority, d.next_attempt_at FROM (
+                       SELECT w.priority, w.next_attempt_at, w.flow_lane FROM flowforge.work_item w
+                       WHERE l.lane IS NULL AND w.organization_id = p_org AND w.queue = q.queue AND w.status = 'pending'
+                         AND w.next_attempt_at <= p_now
+                         AND (p_task_names IS NULL OR w.task_name = ANY (p_task_names))
+                         AND (p_engine_kinds IS NULL OR w.engine_kind = ANY (p_engine_kinds))
+                         AND (p_worker IS NULL OR w.worker_params IS NULL OR p_labels @> w.worker_params)
+                         AND (p_worker IS NULL OR w.affinity_key IS NULL
+                              OR (p_registered AND NOT flowforge._pinned_elsewhere(p_org, w.affinity_key,
+                                                                                   w.affinity_policy, p_worker, p_now)))
+                       ORDER BY w.priority, w.next_attempt_at LIMIT c_scan) d
+                   WHERE d.flow_lane IS NULL
+                   ORDER BY d.priority, d.next_attempt_at LIMIT q.cap)) c) h
+        WHERE h.prios IS NOT NULL;
+    END IF;
+    IF v_lines IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    -- 3. First pass, on the key counters and buckets as they are (not locked yet): every
+    --    candidate in claim order — priority, then fairness tag, then age — admitted while
+    --    its queue, its concurrency key and its buckets have room.
+    v_caps := v_qcap0;
+    FOR v_c IN
+        WITH line AS (
+            SELECT t.ord::integer AS line_no, t.x ->> 'queue' AS queue, (t.x ->> 'lane')::uuid AS lane,
+                   ARRAY(SELECT p::integer FROM jsonb_array_elements_text(t.x -> 'prios') AS p) AS prios,
+                   ARRAY(SELECT a::timestamptz FROM jsonb_array_elements_text(t.x -> 'ages') AS a) AS ages
+            FROM jsonb_array_elements(v_lines) WITH ORDINALITY AS t(x, ord)
+        ), info AS (
+            SELECT li.*, fl.conc_name, fl.conc_value, fl.conc_max, fl.rate_name, fl.rate_value, fl.rate_limit,
+                   fl.rate_per, coalesce(fl.fair_value, 'null') AS fair_value, coalesce(fl.fair_weight, 1) AS weight,
+                   CASE WHEN fl.conc_name IS NOT NULL
+                        THEN greatest(0, fl.conc_max - coalesce((
+                            SELECT s.running FROM flowforge.flow_slot s
+                            WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = fl.conc_name
+                              AND s.value = fl.conc_value), 0)) END AS conc_cap,
+                   CASE WHEN fl.rate_name IS NOT NULL
+                        THEN (SELECT flowforge._flow_refill(max(b.level), max(b.refilled_at), fl.rate_limit, fl.rate_per, p_now)
+                              FROM flowforge.flow_bucket b
+                              WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = fl.rate_name
+                                AND b.value = fl.rate_value AND b.rate_limit = fl.rate_limit AND b.rate_per = fl.rate_per)
+                             / flowforge._flow_per_us(fl.rate_per) END AS rate_cap,
+                   (SELECT f.pass FROM flowforge.flow_fair f
+                    WHERE f.organization_id = p_org AND f.queue = li.queue AND f.value = coalesce(fl.fair_value, 'null')) AS pass
+            FROM line li
+            LEFT JOIN flowforge.flow_lane fl ON fl.organization_id = p_org AND fl.id = li.lane
+        ), fair AS (
+            -- A key banks at most one round of credit: never below the leader's pass - 1.
+            SELECT i.*, greatest(coalesce(i.pass, 0), coalesce(max(i.pass) OVER (PARTITION BY i.queue), 0) - 1) AS eff
+            FROM info i
+        ), cand AS (
+            SELECT f.*, k, f.prios[k] AS prio, f.ages[k] AS age,
+                   min(f.eff) OVER (PARTITION BY f.queue) AS floor,
+                   row_number() OVER (PARTITION BY f.queue, f.fair_value ORDER BY f.prios[k], f.ages[k], f.line_no, k) AS j
+            FROM fair f CROSS JOIN LATERAL generate_subscripts(f.prios, 1) AS k
+        )
+        SELECT c.line_no, c.queue, c.lane, c.k, c.conc_name, c.conc_value, c.conc_max, c.conc_cap, c.rate_name,
+               c.rate_value, c.rate_limit, c.rate_per, c.rate_cap, c.fair_value, c.weight, c.eff
+        FROM cand c
+        ORDER BY c.prio, (c.eff - c.floor) + (c.j - 1) / c.weight, c.age, c.line_no, c.k
+    LOOP
+        IF v_c.k = 1 THEN
+            -- The line's facts, on first sight.
+            l_queue[v_c.line_no] := v_c.queue;
+            l_lane[v_c.line_no] := v_c.lane;
+            l_fair[v_c.line_no] := v_c.fair_value;
+            l_weight[v_c.line_no] := v_c.weight;
+            l_eff[v_c.line_no] := v_c.eff;
+            l_admit[v_c.line_no] := 0;
+            IF v_c.conc_name IS NOT NULL THEN
+                v_gate := 'k:' || jsonb_build_array(v_c.conc_name, v_c.conc_value)::text;
+                l_cgate[v_c.line_no] := v_gate;
+                IF NOT v_caps ? v_gate THEN
+                    v_caps := v_caps || jsonb_build_object(v_gate, v_c.conc_cap);
+                    g_conc := g_conc || jsonb_build_object(v_gate, jsonb_build_array(v_c.conc_name, v_c.conc_value, v_c.conc_max));
+                END IF;
+            END IF;
+            IF v_c.rate_name IS NOT NULL THEN
+                v_gate := 'r:' || jsonb_build_array(v_c.rate_name, v_c.rate_value, v_c.rate_limit, v_c.rate_per)::text;
+                l_rgate[v_c.line_no] := v_gate;
+                IF NOT v_caps ? v_gate THEN
+                    v_caps := v_caps || jsonb_build_object(v_gate, v_c.rate_cap);
+                    g_rate := g_rate || jsonb_build_object(v_gate, jsonb_build_array(v_c.rate_name, v_c.rate_value,
+                                                                                      v_c.rate_limit, v_c.rate_per));
+                END IF;
+            END IF;
+        END IF;
+        v_ok := (v_caps ->> ('q:' || v_c.queue))::integer > 0
+                AND (l_cgate[v_c.line_no] IS NULL OR (v_caps ->> l_cgate[v_c.line_no])::integer > 0)
+                AND (l_rgate[v_c.line_no] IS NULL OR (v_caps ->> l_rgate[v_c.line_no])::bigint > 0);
+        IF v_ok THEN
+            FOREACH v_gate IN ARRAY ARRAY['q:' || v_c.queue, l_cgate[v_c.line_no], l_rgate[v_c.line_no]] LOOP
+                IF v_gate IS NOT NULL THEN
+                    v_caps := jsonb_set(v_caps, ARRAY[v_gate], to_jsonb((v_caps ->> v_gate)::bigint - 1));
+                END IF;
+            END LOOP;
+            v_order := v_order || v_c.line_no;
+            v_total := v_total + 1;
+            EXIT WHEN v_total >= p_batch;
+        END IF;
+    END LOOP;
+    IF v_total = 0 THEN
+        RETURN NULL;
+    END IF;
+
+    -- 4. Lock the key counters and key buckets the admitted candidates need, sorted (counters,
+    --    then buckets), and read them exactly; then admit again, in the same order, on those.
+    v_caps := v_qcap0;
+    IF g_conc <> '{}' THEN
+        INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
+        SELECT p_org, 'key', g.value ->> 0, g.value -> 1, 0, p_now FROM jsonb_each(g_conc) AS g
+        ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
+        FOR v_row IN
+            SELECT g.key AS gate, (g.value ->> 2)::integer - s.running AS cap
+            FROM jsonb_each(g_conc) AS g
+            JOIN flowforge.flow_slot s ON s.organization_id = p_org AND s.scope = 'key' AND s.name = g.value ->> 0
+                                      AND s.value = g.value -> 1
+            ORDER BY s.name, s.value
+            FOR UPDATE OF s
+        LOOP
+            v_caps := v_caps || jsonb_build_object(v_row.gate, v_row.cap);
+        END LOOP;
+    END IF;
+    IF g_rate <> '{}' THEN
+        INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
+        SELECT p_org, 'key', g.value ->> 0, g.value -> 1, (g.value ->> 2)::integer, (g.value ->> 3)::interval,
+               flowforge._flow_refill(NULL, p_now, (g.value ->> 2)::integer, (g.value ->> 3)::interval, p_now), p_now
+        FROM jsonb_each(g_rate) AS g
+        ON CONFLICT ON CONSTRAINT flow_bucket_pkey DO NOTHING;
+        FOR v_row IN
+            SELECT g.key AS gate,
+                   flowforge._flow_refill(b.level, b.refilled_at, b.rate_limit, b.rate_per, p_now)
+                   / flowforge._flow_per_us(b.rate_per) AS cap
+            FROM jsonb_each(g_rate) AS g
+            JOIN flowforge.flow_bucket b ON b.organization_id = p_org AND b.scope = 'key' AND b.name = g.value ->> 0
+                                        AND b.value = g.value -> 1 AND b.rate_limit = (g.value ->> 2)::integer
+                                        AND b.rate_per = (g.value ->> 3)::interval
+            ORDER BY b.name, b.value, b.rate_limit, b.rate_per
+            FOR UPDATE OF b
+        LOOP
+            v_caps := v_caps || jsonb_build_object(v_row.gate, v_row.cap);
+        END LOOP;
+    END IF;
+    FOREACH v_line IN ARRAY v_order LOOP
+        IF (v_caps ->> ('q:' || l_queue[v_line]))::integer > 0
+           AND (l_cgate[v_line] IS NULL OR (v_caps ->> l_cgate[v_line])::integer > 0)
+           AND (l_rgate[v_line] IS NULL OR (v_caps ->> l_rgate[v_line])::bigint > 0) THEN
+            FOREACH v_gate IN ARRAY ARRAY['q:' || l_queue[v_line], l_cgate[v_line], l_rgate[v_line]] LOOP
+                IF v_gate IS NOT NULL THEN
+                    v_caps := jsonb_set(v_caps, ARRAY[v_gate], to_jsonb((v_caps ->> v_gate)::bigint - 1));
+                END IF;
+            END LOOP;
+            l_admit[v_line] := l_admit[v_line] + 1;
+        END IF;
+    END LOOP;
+
+    -- 5. Take the units: per line, its first admitted-many ready units, locked (SKIP LOCKED:
+    --    a unit another transaction holds is left, and its slot with it), then pinned.
+    FOR v_line IN SELECT i FROM generate_subscripts(l_admit, 1) AS i WHERE l_admit[i] > 0 LOOP
+        IF p_kind = 'task_run' THEN
+            IF l_lane[v_line] IS NOT NULL THEN
+                SELECT array_agg(x.id) INTO v_got FROM (
+                    SELECT tr.id FROM flowforge.task_run tr
+                    WHERE tr.organization_id = p_org AND tr.queue = l_queue[v_line] AND tr.state = 'ready'
+                      AND tr.flow_lane IS NOT NULL AND tr.flow_lane = l_lane[v_line] AND tr.ready_at <= p_now
+                      AND (p_task_names IS NULL OR tr.task_key = ANY (p_task_names))
+                      AND (p_worker IS NULL OR tr.worker_params IS NULL OR p_labels @> tr.worker_params)
+                      AND (p_worker IS NULL OR tr.affinity_key IS NULL
+                           OR (p_registered AND NOT flowforge._pinned_elsewhere(p_org, tr.affinity_key, tr.affinity_policy,
+                                                                                p_worker, p_now)))
+                    ORDER BY tr.priority, tr.ready_at
+                    LIMIT l_admit[v_line]
+                    FOR UPDATE SKIP LOCKED) x;
+            ELSE
+                SELECT array_agg(z.id) INTO v_got FROM (SELECT x.id FROM (
+                    SELECT d.id FROM (
+                        SELECT tr.id, tr.flow_lane, tr.priority, tr.ready_at FROM flowforge.task_run tr
+                        WHERE tr.organization_id = p_org AND tr.queue = l_queue[v_line] AND tr.state = 'ready'
+                          AND tr.ready_at <= p_now
+                          AND (p_task_names IS NULL OR tr.task_key = ANY (p_task_names))
+                          AND (p_worker IS NULL OR tr.worker_params IS NULL OR p_labels @> tr.worker_params)
+                          AND (p_worker IS NULL OR tr.affinity_key IS NULL
+                               OR (p_registered AND NOT flowforge._pinned_elsewhere(p_org, tr.affinity_key,
+                                                                                    tr.affinity_policy, p_worker, p_now)))
+                        ORDER BY tr.priority, tr.ready_at
+                        LIMIT c_scan) d
+                    WHERE d.flow_lane IS NULL
+                    ORDER BY d.priority, d.ready_at) c
+                CROSS JOIN LATERAL (
+                    SELECT tr.id FROM flowforge.task_run tr
+                    WHERE tr.id = c.id AND tr.state = 'ready'
+                    FOR UPDATE SKIP LOCKED) x
+                LIMIT l_admit[v_line]) z;
+            END IF;
+        ELSE
+            IF l_lane[v_line] IS NOT NULL THEN
+                SELECT array_agg(x.id) INTO v_got FROM (
+                    SELECT w.id FROM flowforge.work_item w
+                    WHERE w.organization_id = p_org AND w.queue = l_queue[v_line] AND w.status = 'pending'
+                      AND w.flow_lane IS NOT NULL AND w.flow_lane = l_lane[v_line] AND w.next_attempt_at <= p_now
+                      AND (p_task_names IS NULL OR w.task_name = ANY (p_task_names))
+                      AND (p_engine_kinds IS NULL OR w.engine_kind = ANY (p_engine_kinds))
+                      AND (p_worker IS NULL OR w.worker_params IS NULL OR p_labels @> w.worker_params)
+                      AND (p_worker IS NULL OR w.affinity_key IS NULL
+                           OR (p_registered AND NOT flowforge._pinned_elsewhere(p_org, w.affinity_key, w.affinity_policy,
+                                                                                p_worker, p_now)))
+                    ORDER BY w.priority, w.next_attempt_at
+                    LIMIT l_admit[v_line]
+                    FOR UPDATE SKIP LOCKED) x;
+            ELSE
+                SELECT array_agg(z.id) INTO v_got FROM (SELECT x.id FROM (
+                    SELECT d.id FROM (
+                        SELECT w.id, w.flow_lane, w.priority, w.next_attempt_at FROM flowforge.work_item w
+                        WHERE w.organization_id = p_org AND w.queue = l_queue[v_line] AND w.status = 'pending'
+                          AND w.next_attempt_at <= p_now
+                          AND (p_task_names IS NULL OR w.task_name = ANY (p_task_names))
+                          AND (p_engine_kinds IS NULL OR w.engine_kind = ANY (p_engine_kinds))
+                          AND (p_worker IS NULL OR w.worker_params IS NULL OR p_labels @> w.worker_params)
+                          AND (p_worker IS NULL OR w.affinity_key IS NULL
+                               OR (p_registered AND NOT flowforge._pinned_elsewhere(p_org, w.affinity_key,
+                                                                                    w.affinity_policy, p_worker, p_now)))
+                        ORDER BY w.priority, w.next_attempt_at
+                        LIMIT c_scan) d
+                    WHERE d.flow_lane IS NULL
+                    ORDER BY d.priority, d.next_attempt_at) c
+                CROSS JOIN LATERAL (
+                    SELECT w.id FROM flowforge.work_item w
+                    WHERE w.id = c.id AND w.status = 'pending'
+                    FOR UPDATE SKIP LOCKED) x
+                LIMIT l_admit[v_line]) z;
+            END IF;
+        END IF;
+        IF v_got IS NULL THEN
+            CONTINUE;
+        END IF;
+        -- Pin what is unpinned (one insert wins a race; the loser leaves the unit, and its slot).
+        -- (Push dispatch, p_worker NULL, pins nothing: its consumer is not an agent.)
+        IF p_worker IS NULL THEN
+            NULL;
+        ELSIF p_kind = 'task_run' THEN
+            FOR v_pinned IN
+                SELECT tr.id, tr.affinity_key, tr.affinity_policy FROM flowforge.task_run tr
+                WHERE tr.id = ANY (v_got) AND tr.affinity_key IS NOT NULL
+            LOOP
+                IF NOT flowforge._affinity_take(p_org, v_pinned.affinity_key, v_pinned.affinity_policy, p_worker, p_now) THEN
+                    v_got := array_remove(v_got, v_pinned.id);
+                END IF;
+            END LOOP;
+        ELSE
+            FOR v_pinned IN
+                SELECT w.id, w.affinity_key, w.affinity_policy FROM flowforge.work_item w
+                WHERE w.id = ANY (v_got) AND w.affinity_key IS NOT NULL
+            LOOP
+                IF NOT flowforge._affinity_take(p_org, v_pinned.affinity_key, v_pinned.affinity_policy, p_worker, p_now) THEN
+                    v_got := array_remove(v_got, v_pinned.id);
+                END IF;
+            END LOOP;
+        END IF;
+        IF cardinality(v_got) > 0 THEN
+            v_ids := v_ids || v_got;
+            v_taken := v_taken || jsonb_build_object(v_line::text, cardinality(v_got));
+        END IF;
+    END LOOP;
+    IF cardinality(v_ids) = 0 THEN
+        RETURN NULL;
+    END IF;
+
+    -- 6. Count what was taken: the queues' and keys' running counters, the buckets' tokens,
+    --    the fairness keys' passes. Every row written here is locked by this claim already.
+    WITH t AS (
+        SELECT l_queue[x.key::integer] AS queue, l_cgate[x.key::integer] AS cgate, l_rgate[x.key::integer] AS rgate,
+               l_fair[x.key::integer] AS fair_value, l_weight[x.key::integer] AS weight, l_eff[x.key::integer] AS eff,
+               x.value::integer AS n
+        FROM jsonb_each_text(v_taken) AS x
+    ), by_queue AS (
+        SELECT t.queue, sum(t.n)::integer AS n FROM t GROUP BY t.queue
+    ), queue_slots AS (
+        UPDATE flowforge.flow_slot s SET running = s.running + b.n, updated_at = p_now
+        FROM by_queue b
+        WHERE s.organization_id = p_org AND s.scope = 'queue' AND s.name = b.queue AND s.value = 'null'
+    ), queue_buckets AS (
+        UPDATE flowforge.flow_bucket k
+        SET level = flowforge._flow_refill(k.level, k.refilled_at, k.rate_limit, k.rate_per, p_now)
+                    - b.n * flowforge._flow_per_us(k.rate_per),
+            refilled_at = greatest(k.refilled_at, p_now)
+        FROM by_queue b
+        WHERE k.organization_id = p_org AND k.scope = 'queue' AND k.name = b.queue AND k.value = 'null'
+          AND v_qrate ? b.queue
+          AND k.rate_limit = (v_qrate #>> ARRAY[b.queue, '0'])::integer
+          AND k.rate_per = (v_qrate #>> ARRAY[b.queue, '1'])::interval
+    ), key_slots AS (
+        UPDATE flowforge.flow_slot s SET running = s.running + c.n, updated_at = p_now
+        FROM (SELECT t.cgate, sum(t.n)::integer AS n FROM t WHERE t.cgate IS NOT NULL GROUP BY t.cgate) c
+        WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = g_conc #>> ARRAY[c.cgate, '0']
+          AND s.value = g_conc #> ARRAY[c.cgate, '1']
+    ), key_buckets AS (
+        UPDATE flowforge.flow_bucket k
+        SET level = flowforge._flow_refill(k.level, k.refilled_at, k.rate_limit, k.rate_per, p_now)
+                    - r.n * flowforge._flow_per_us(k.rate_per),
+            refilled_at = greatest(k.refilled_at, p_now)
+        FROM (SELECT t.rgate, sum(t.n)::integer AS n FROM t WHERE t.rgate IS NOT NULL GROUP BY t.rgate) r
+        WHERE k.organization_id = p_org AND k.scope = 'key' AND k.name = g_rate #>> ARRAY[r.rgate, '0']
+          AND k.value = g_rate #> ARRAY[r.rgate, '1'] AND k.rate_limit = (g_rate #>> ARRAY[r.rgate, '2'])::integer
+          AND k.rate_per = (g_rate #>> ARRAY[r.rgate, '3'])::interval
+    )
+    INSERT INTO flowforge.flow_fair AS f (organization_id, queue, value, pass, updated_at)
+    SELECT p_org, t.queue, t.fair_value, trim_scale(max(t.eff) + sum(t.n / t.weight)), p_now
+    FROM t GROUP BY t.queue, t.fair_value
+    ON CONFLICT ON CONSTRAINT flow_fair_pkey DO UPDATE SET pass = EXCLUDED.pass, updated_at = EXCLUDED.updated_at;
+    RETURN v_ids;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._flow_pick(text, uuid, text[], integer, timestamptz, text, boolean, jsonb, text[], text[]) IS
+  'Internal: the claim through flow control (p_kind task_run or work_item) — up to p_batch ready units of p_queues '
+  'that no limit holds back (paused queue, queue max_running, queue rate, concurrency key, rate-limit key), in claim '
+  'order (priority, fairness tag, age), locked FOR UPDATE SKIP LOCKED and pinned (affinity) with the caller''s '
+  'filters; their slots, tokens and fairness passes counted. Returns their ids (NULL: none); the caller makes them '
+  'running / dispatched with flow_token = the new fencing token.';
+
+-- A queue turned limited while units of it run that no flow-control claim
+-- counted: they are counted now (and give their slots back when they end).
+CREATE OR REPLACE FUNCTION flowforge._flow_adopt_running(p_org uuid, p_queue text, p_now timestamptz) RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_lanes uuid[];
+    v_n integer;
+BEGIN
+    -- Lock order: the units first (as a release holds them), then the counters.
+    WITH adopted AS (
+        UPDATE flowforge.task_run tr SET flow_token = tr.fencing_token
+        WHERE tr.organization_id = p_org AND tr.state = 'running' AND tr.queue = p_queue
+          AND tr.flow_token IS DISTINCT FROM tr.fencing_token AND tr.fencing_token >= 1
+          AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()
+        RETURNING tr.flow_lane
+    ), adopted_items AS (
+        UPDATE flowforge.work_item w SET flow_token = w.fencing_token
+        WHERE w.organization_id = p_org AND w.status = 'dispatched' AND w.queue = p_queue
+          AND w.flow_token IS DISTINCT FROM w.fencing_token AND w.fencing_token >= 1
+          AND w.leased_by IS DISTINCT FROM flowforge._fanout_holder()
+        RETURNING w.flow_lane
+    )
+    SELECT array_agg(a.flow_lane) INTO v_lanes
+    FROM (SELECT flow_lane FROM adopted UNION ALL SELECT flow_lane FROM adopted_items) a;
+    v_n := coalesce(cardinality(v_lanes), 0);
+    IF v_n = 0 THEN
+        RETURN 0;
+    END IF;
+    INSERT INTO flowforge.flow_slot AS s (organization_id, scope, name, value, running, updated_at)
+    VALUES (p_org, 'queue', p_queue, 'null', v_n, p_now)
+    ON CONFLICT ON CONSTRAINT flow_slot_pkey DO UPDATE SET running = s.running + EXCLUDED.running, updated_at = p_now;
+    INSERT INTO flowforge.flow_slot AS s (organization_id, scope, name, value, running, updated_at)
+    SELECT p_org, 'key', l.conc_name, l.conc_value, count(*), p_now
+    FROM unnest(v_lanes) AS u(lane)
+    JOIN flowforge.flow_lane l ON l.organization_id = p_org AND l.id = u.lane
+    WHERE l.conc_name IS NOT NULL
+    GROUP BY l.conc_name, l.conc_value
+    ORDER BY l.conc_name, l.conc_value
+    ON CONFLICT ON CONSTRAINT flow_slot_pkey DO UPDATE SET running = s.running + EXCLUDED.running, updated_at = p_now;
+    RETURN v_n;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._flow_adopt_running(uuid, text, timestamptz) IS
+  'Internal: counts the units of queue p_queue that run (are dispatched) without a flow-control claim having counted '
+  'them — claimed before the queue was limited — in its running counter and their keys'', and marks them so they give '
+  'the slots back when they end. Returns how many.';
+
+-- Pausing is an operational switch, kept apart from the queue's configuration
+-- (configure_queue leaves it alone).
+CREATE OR REPLACE FUNCTION flowforge.pause_queue(name text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+BEGIN
+    IF pause_queue.name IS NULL OR pause_queue.name !~ '^[A-Za-z][A-Za-z0-9_.-]{0,62}$' THEN
+        RAISE EXCEPTION 'queue name must be 1-63 letters, digits, "_", "." or "-" starting with a letter, got %',
+            coalesce(quote_literal(pause_queue.name), 'NULL')
+            USING ERRCODE = 'FF003', HINT = 'Use the queue name your task definitions name.';
+    END IF;
+    INSERT INTO flowforge.queue AS q (organization_id, name, paused, created_at, updated_at)
+    VALUES (v_org, pause_queue.name, true, v_now, v_now)
+    ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE SET paused = true, updated_at = EXCLUDED.updated_at;
+    PERFORM flowforge._audit(v_org, 'pause', 'queue', pause_queue.name, ARRAY['paused']);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.pause_queue(text) IS
+  'pause_queue(name text). Claims (claim, claim_work, push dispatch) take nothing from the queue until resume_queue; '
+  'what runs goes on and finishes. Its ready work stays ready (why_not_ready: queue_paused). Pausing a paused or '
+  'unknown queue is fine (an unknown one is created paused). Errors: FF003 a bad name; FF007/FF008 as for every '
+  'API call.';
+SELECT flowforge._rights('flowforge.pause_queue(text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+
+CREATE OR REPLACE FUNCTION flowforge.resume_queue(name text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+BEGIN
+    IF resume_queue.name IS NULL OR resume_queue.name !~ '^[A-Za-z][A-Za-z0-9_.-]{0,62}$' THEN
+        RAISE EXCEPTION 'queue name must be 1-63 letters, digits, "_", "." or "-" starting with a letter, got %',
+            coalesce(quote_literal(resume_queue.name), 'NULL')
+            USING ERRCODE = 'FF003', HINT = 'Use the queue name your task definitions name.';
+    END IF;
+    UPDATE flowforge.queue q SET paused = false, updated_at = v_now
+    WHERE q.organization_id = v_org AND q.name = resume_queue.name AND q.paused;
+    IF FOUND THEN
+        PERFORM flowforge._audit(v_org, 'resume', 'queue', resume_queue.name, ARRAY['paused']);
+        PERFORM flowforge._notify_ready();  -- its ready work may go now
+        IF EXISTS (SELECT 1 FROM flowforge.queue q
+                   WHERE q.organization_id = v_org AND q.name = resume_queue.name AND q.exchange IS NOT NULL) THEN
+            PERFORM flowforge._dispatch_due(1000, v_now, ARRAY[v_org]);
+        END IF;
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.resume_queue(text) IS
+  'resume_queue(name text). A paused queue is claimed from again (NOTIFY flowforge_ready; a push queue''s ready '
+  'tasks are dispatched at once); resuming a queue that is not paused changes nothing. Errors: FF003 a bad name; '
+  'FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.resume_queue(text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
