@@ -37,7 +37,7 @@ BEGIN
     SELECT p_org, p_engine, p_parent_work_item_id, p_run_id, t.id, p_task_name, t.queue, t.worker_params, p_payload,
            'pending', t.priority, p_now, t.max_attempts - 1, t.backoff, t.backoff_factor, t.max_backoff, t.timeout,
            p_affinity_key, CASE WHEN p_affinity_key IS NOT NULL THEN t.affinity_policy END, p_checkpoint_id,
-           p_checkpoint_generation, p_item_index, p_now, flowforge._actor()
+           p_checkpoint_generation, p_item_index, p_now, flowforge._principal()
     FROM flowforge.task t WHERE t.id = p_task_id
     RETURNING id INTO STRICT v_id;
     PERFORM flowforge._append_events(p_org, p_run_id, 'created', ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY['pending'],
