@@ -1,6 +1,8 @@
 -- transactional: false
 -- One inverse per statement of 0031, last first (yoyo pairs them up). The
 -- backfills and the validation stay: 0030's rollback drops their columns.
+COMMENT ON INDEX flowforge.engine_run_definition_recent IS
+  'list_runs(workflow): the newest runs of each version of a workflow, of any engine';
 SELECT 'the comment goes with its index';
 SELECT 'the comment goes with its index';
 SELECT 'the comment goes with its index';

@@ -13,6 +13,7 @@
 --   engine_run_tenant_trigger_created     the runs one trigger started, newest first (list_runs(trigger_name))
 --   workflow_tenant_latest_created        each name's latest version, newest first (list_workflows)
 --   scheduled_trigger_tenant_created      the organization's triggers, newest first (list_triggers)
+-- and engine_run_definition_recent's comment says what it still serves.
 -- transactional: false
 -- depends: 0030_ownership
 DO $$
@@ -82,3 +83,8 @@ COMMENT ON INDEX flowforge.workflow_tenant_latest_created IS
 COMMENT ON INDEX flowforge.scheduled_trigger_tenant_created IS
   'WHERE organization_id = $1 [AND (created_at, id) < cursor] ORDER BY created_at DESC, id DESC: the organization''s '
   'triggers, newest first (list_triggers)';
+-- engine_run_definition_recent no longer serves list_runs(workflow) (engine_run_tenant_definition_created does):
+-- what it still serves.
+COMMENT ON INDEX flowforge.engine_run_definition_recent IS
+  'the RESTRICT check of engine_run_definition_fkey when a workflow version is deleted, and the newest runs of one '
+  'version (definition_id), of any engine';

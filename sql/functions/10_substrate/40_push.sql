@@ -163,12 +163,13 @@ BEGIN
         RAISE EXCEPTION 'dispatch_lease must be between 1 second and 1 day'
             USING ERRCODE = 'FF003', HINT = 'It is how long a consumer has to take a pushed task with its first heartbeat.';
     END IF;
-    INSERT INTO flowforge.queue AS q (organization_id, name, exchange, routing_key, dispatch_lease, created_at, updated_at)
+    INSERT INTO flowforge.queue AS q (organization_id, name, exchange, routing_key, dispatch_lease, created_at, updated_at,
+                                      created_by, updated_by)
     VALUES (v_org, configure_queue.name, configure_queue.exchange, configure_queue.routing_key,
-            configure_queue.dispatch_lease, v_now, v_now)
+            configure_queue.dispatch_lease, v_now, v_now, flowforge._principal(), flowforge._principal())
     ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE
     SET exchange = EXCLUDED.exchange, routing_key = EXCLUDED.routing_key,
-        dispatch_lease = EXCLUDED.dispatch_lease, updated_at = EXCLUDED.updated_at;
+        dispatch_lease = EXCLUDED.dispatch_lease, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by;
     IF configure_queue.exchange IS NOT NULL THEN
         PERFORM flowforge._dispatch_due(1000, v_now, ARRAY[v_org]);
     END IF;
