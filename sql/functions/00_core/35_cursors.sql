@@ -22,8 +22,9 @@ COMMENT ON FUNCTION flowforge._cursor(text, timestamptz, uuid, text) IS
   'Internal: the opaque keyset cursor of a row of listing p_listing (its time, id and, for a listing by name, the '
   'name), which _cursor_position decodes.';
 
+-- VOLATILE: it only ever raises, and must never be folded away (or run) ahead of time.
 CREATE OR REPLACE FUNCTION flowforge._invalid_cursor(p_listing text) RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN

@@ -102,10 +102,11 @@ COMMENT ON FUNCTION flowforge.start_run(text, jsonb, text) IS
   'version of the named workflow in the caller''s organization, of any kind: for a dag one workflow_run (state '
   'running) and one task_run per task, in one statement, tasks without dependencies ready at once (NOTIFY '
   'flowforge_ready); for a graph its start node entered; for a statemachine its initial state entered. Events: '
-  'run_started, created per unit of work. The same idempotency_key with the same workflow and input returns the first run''s id and writes '
-  'nothing. Errors: FF001 unknown workflow; FF003 input not an object or a bad key; FF006 key reused for a different '
-  'request; FF009 input over the size limit; FF013 the workflow was deleted (delete_workflow); FF007/FF008 as for every '
-  'API call.';
+  'run_started, created per unit of work. The run belongs to the caller (created_by: its login, or its API key''s '
+  'prefix through the gateway). The same idempotency_key with the same workflow and input returns the first run''s id '
+  'and writes nothing. Errors: FF001 unknown workflow; FF003 input not an object or a bad key; FF006 key reused for a '
+  'different request; FF009 input over the size limit; FF013 the workflow was deleted (delete_workflow); FF007/FF008 '
+  'as for every API call.';
 SELECT flowforge._rights('flowforge.start_run(text,jsonb,text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.cancel_run(run_id uuid, reason text DEFAULT NULL) RETURNS void

@@ -1,8 +1,12 @@
 -- Reads of runs: what the CLI and applications show, scoped to the caller's
 -- organization (viewer rights). Tables stay private; these are the read API.
 --
+-- The member role reads only the runs it created (seed 002); viewer, admin
+-- and owner the whole organization (_authorize_scoped, _authorize_run_read).
+--
 --   run_events(run_id) -> the run's history, oldest first
---   list_runs(workflow, state, max_rows) -> newest runs first
+--   list_runs(workflow, with_state, max_rows, after, include_deleted, of_kind, creator, trigger_name)
+--     -> newest runs first, keyset pages
 --   get_run(run_id) -> jsonb with every task run
 --   resolve_run_id(prefix) -> the run id a prefix names
 

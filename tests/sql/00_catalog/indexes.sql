@@ -2,7 +2,8 @@
 -- (columns, order, direction, partial predicate), so do the extra indexes of
 -- the migrations (0015: the substrate and the graph engine; 0016: the DAG's
 -- claim indexes re-shaped for lower priority first; 0017: the state-machine
--- engine; 0020/0021: fan-out; 0022/0023: triggers; 0027: the inspection views' windows and sweeps),
+-- engine; 0020/0021: fan-out; 0022/0023: triggers; 0027: the inspection views' windows and sweeps; 0030/0031: the
+-- keyset listings and the member scope),
 -- and each table has exactly the indexes listed — an index nobody can name a query for should not exist
 -- (docs/data-model.md), so every index carries the query it serves as its comment (0026).
 -- Then the load-bearing ones are shown to serve their query.
