@@ -138,6 +138,14 @@ class Client:
     def retry_run(self, run_id: uuid.UUID) -> None:
         execute(self.conn, queries.RETRY_RUN, {"run_id": run_id})
 
+    def delete_run(self, run_id: uuid.UUID) -> None:
+        """Soft-delete a finished run (``errors.IllegalTransition`` while it runs, ``errors.Deleted`` twice)."""
+        execute(self.conn, queries.DELETE_RUN, {"run_id": run_id})
+
+    def delete_workflow(self, name: str) -> int:
+        """Soft-delete every version of a workflow; how many were live (``errors.Deleted`` if none)."""
+        return fetch_value(self.conn, queries.DELETE_WORKFLOW, {"name": name})
+
     def run_events(self, run_id: uuid.UUID) -> list[dict]:
         return fetch_all(self.conn, queries.RUN_EVENTS, {"run_id": run_id})
 

@@ -102,6 +102,12 @@ class EventRefused(FlowForgeError):
     code = "FF012"
 
 
+class Deleted(FlowForgeError):
+    """FF013: the workflow or run was soft-deleted (it starts no run, cannot be retried, is not deleted twice)."""
+
+    code = "FF013"
+
+
 class DatabaseUnavailable(FlowForgeError):
     """The database could not be reached, refused the connection, or dropped it.
 
@@ -136,6 +142,7 @@ BY_SQLSTATE: dict[str, type[FlowForgeError]] = {
         PayloadTooLarge,
         SchemaVersionMismatch,
         EventRefused,
+        Deleted,
     )
 }
 """SQLSTATE -> exception class for FlowForge's own codes."""

@@ -351,6 +351,11 @@ CANCEL_RUN = "SELECT flowforge.cancel_run(run_id => %(run_id)s::uuid, reason => 
 
 RETRY_RUN = "SELECT flowforge.retry_run(run_id => %(run_id)s::uuid)"
 
+# Soft deletes (issue 19): a finished run; every version of a workflow (how many were live).
+DELETE_RUN = "SELECT flowforge.delete_run(run_id => %(run_id)s::uuid)"
+
+DELETE_WORKFLOW = "SELECT flowforge.delete_workflow(name => %(name)s::text) AS versions"
+
 RUN_EVENTS = """
 SELECT seq, created_at, task_run_id, task_key, kind, from_state, to_state, attempt, fencing_token, detail
   FROM flowforge.run_events(run_id => %(run_id)s::uuid)

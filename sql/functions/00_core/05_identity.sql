@@ -226,6 +226,50 @@ COMMENT ON FUNCTION flowforge._actor() IS
   'ffk_<prefix>" for a gateway. Errors: FF008 a gateway without a valid token.';
 SELECT flowforge._rights('flowforge._actor()', 'flowforge_system', '{}');
 
+-- Whom a row belongs to, as recorded in created_by / updated_by / deleted_by
+-- and compared by the member role's creator scope (seed 002: reads scoped to
+-- created_by = caller): a login's role name (session_user), or for a gateway
+-- call the API key it authenticated with, by its public prefix (ffk_<12 hex>)
+-- — the key is the caller, whichever gateway login carried it. add_member
+-- refuses a login named like a key prefix, so the two never collide. Never
+-- an argument, never a setting.
+CREATE OR REPLACE FUNCTION flowforge._principal() RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+BEGIN
+    IF flowforge._is_gateway() THEN
+        RETURN (SELECT k.prefix::text FROM flowforge.api_key k
+                WHERE k.id = (SELECT g.api_key_id FROM flowforge._gateway_identity() g));
+    END IF;
+    RETURN session_user::text;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._principal() IS
+  'Internal: the caller as recorded in created_by / updated_by / deleted_by and compared by the member role''s creator '
+  'scope — the login role, or the API key prefix (ffk_<12 hex>) of a gateway call. Errors: FF008 a gateway without a '
+  'valid token.';
+SELECT flowforge._rights('flowforge._principal()', 'flowforge_system', '{}');
+
+-- The caller's organization (at least p_min_role) and whose runs it may see:
+-- NULL for the whole organization (viewer, admin, owner), its principal for
+-- the member role (seed 002's creator-scoped reads). The worker protocol
+-- (claims, completions, send_event, a trigger's starts) never asks.
+CREATE OR REPLACE FUNCTION flowforge._authorize_scoped(p_min_role text, OUT organization_id uuid, OUT creator text)
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    organization_id := flowforge._authorize(p_min_role);
+    IF (SELECT c.role FROM flowforge._caller() c) = 'member' THEN
+        creator := flowforge._principal();
+    END IF;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._authorize_scoped(text) IS
+  'Internal: _authorize(p_min_role) and the creator scope of the caller — its principal for the member role, NULL '
+  '(the whole organization) for viewer, admin and owner. Errors: FF007/FF008 as _authorize.';
+
 -- Append to the audit log: field names and ids, never values (seed 002's rule).
 CREATE OR REPLACE FUNCTION flowforge._audit(p_organization_id uuid, p_action text, p_entity text, p_entity_id text,
                                             p_fields text[] DEFAULT '{}')
@@ -348,13 +392,15 @@ BEGIN
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = add_member.member AND NOT r.rolsuper)
        OR add_member.member::text LIKE 'flowforge\_%'
+       -- A key prefix is a gateway caller's principal (_principal): no login may share one.
+       OR add_member.member::text ~* '^ffk_'
        OR pg_has_role(add_member.member, 'flowforge_owner', 'MEMBER')
        OR pg_has_role(add_member.member, 'flowforge_system', 'MEMBER')
        OR pg_has_role(add_member.member, 'flowforge_gateway', 'MEMBER')
        OR pg_has_role(add_member.member, 'flowforge_daemon', 'MEMBER')
        OR pg_has_role(add_member.member, 'flowforge_readonly', 'MEMBER') THEN
         -- The operator's, the daemon's and the gateway's logins act for no tenant.
-        RAISE EXCEPTION 'member must be an existing login role that is not a superuser nor a member of a flowforge_* role, got %',
+        RAISE EXCEPTION 'member must be an existing login role that is not a superuser, nor a member of a flowforge_* role, nor named like an API key (ffk_...), got %',
             quote_ident(add_member.member)
             USING ERRCODE = 'FF003', HINT = 'CREATE ROLE ... LOGIN first.';
     END IF;
@@ -375,8 +421,8 @@ $$;
 COMMENT ON FUNCTION flowforge.add_member(text, name, text) IS
   'add_member(organization text, member name, role text default ''member''). Maps a database login role to the '
   'organization (slug) with a membership role (owner/admin/member/viewer) and grants it flowforge_app and '
-  'flowforge_worker; the functions themselves check the membership role. A role belongs to one organization. '
-  'Operator or organization admin only. Audited. Errors: FF001 no such organization (or not yours); FF003 bad role or '
+  'flowforge_worker; the functions themselves check the membership role. A role belongs to one organization; a role named ffk_... (an API key''s '
+  'form) is refused. Operator or organization admin only. Audited. Errors: FF001 no such organization (or not yours); FF003 bad role or '
   'member; FF007 not an admin; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.add_member(text,name,text)', 'flowforge_system', '{flowforge_app,flowforge_gateway}');
 

@@ -34,6 +34,20 @@ DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, uuid, text, js
 DROP FUNCTION IF EXISTS flowforge.configure_queue(text, text, text, interval);
 -- _dispatch_rows(ids, now) -> _dispatch_rows(ids, now, flow) (a flow-controlled push queue's units hold slots; issue 18).
 DROP FUNCTION IF EXISTS flowforge._dispatch_rows(uuid[], timestamptz);
+-- Ownership and keyset listings (issue 19): the run's creator is passed down from _start_run (a trigger's runs
+-- belong to the trigger's creator), and every listing gained after (a cursor) and include_deleted / filters.
+DROP FUNCTION IF EXISTS flowforge._record_run(uuid, uuid, text, uuid, timestamptz, uuid, text, uuid);
+DROP FUNCTION IF EXISTS flowforge._start_engine_run(text, uuid, uuid, uuid, jsonb, jsonb, text, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._dag_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._graph_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._machine_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._start_run(uuid, text, jsonb, text, timestamptz, text, uuid);
+DROP FUNCTION IF EXISTS flowforge._runs_by_prefix(text, uuid);
+DROP FUNCTION IF EXISTS flowforge.list_runs(text, text, integer);
+DROP FUNCTION IF EXISTS flowforge.list_workflows();
+DROP FUNCTION IF EXISTS flowforge.list_triggers();
+DROP FUNCTION IF EXISTS flowforge.list_firings(text, text, integer);
+DROP FUNCTION IF EXISTS flowforge.list_agents();
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the

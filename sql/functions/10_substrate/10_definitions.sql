@@ -410,6 +410,7 @@ DECLARE
     v_hash text;
     v_latest record;
     v_id uuid;
+    v_creator constant text := flowforge._principal();
 BEGIN
     PERFORM flowforge._check_size(define_workflow.spec, 'workflow spec');
     v_spec := flowforge._normalize_spec(define_workflow.spec);
@@ -418,17 +419,19 @@ BEGIN
 
     -- Serialise definers of one name so two changed specs cannot both become version N + 1.
     PERFORM pg_advisory_xact_lock(hashtextextended('flowforge.workflow/' || v_org::text || '/' || v_name, 0));
-    SELECT w.id, w.version, w.content_hash INTO v_latest
+    SELECT w.id, w.version, w.content_hash, w.deleted_at INTO v_latest
     FROM flowforge.workflow w
-    WHERE w.organization_id = v_org AND w.name = v_name
-    ORDER BY w.version DESC
-    LIMIT 1;
-    IF FOUND AND v_latest.content_hash = v_hash THEN
+    WHERE w.organization_id = v_org AND w.name = v_name AND w.superseded_at IS NULL;
+    -- A deleted name defined again gets a new version, even with the content it had.
+    IF FOUND AND v_latest.content_hash = v_hash AND v_latest.deleted_at IS NULL THEN
         RETURN v_latest.id;
     END IF;
 
-    INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash, created_at)
-    VALUES (v_org, v_name, coalesce(v_latest.version, 0) + 1, v_spec ->> 'kind', v_spec, v_hash, v_now)
+    -- The latest version until now is superseded (workflow_latest_uq: one latest per name).
+    UPDATE flowforge.workflow w SET superseded_at = greatest(v_now, w.created_at)
+    WHERE w.id = v_latest.id;
+    INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash, created_at, created_by)
+    VALUES (v_org, v_name, coalesce(v_latest.version, 0) + 1, v_spec ->> 'kind', v_spec, v_hash, v_now, v_creator)
     RETURNING id INTO v_id;
     PERFORM flowforge._materialize_definition(v_spec ->> 'kind', v_org, v_id, v_spec, v_now);
     -- Queues of units that declare flow control are claimed through its path from now on.
@@ -441,9 +444,76 @@ $$;
 COMMENT ON FUNCTION flowforge.define_workflow(jsonb) IS
   'define_workflow(spec jsonb) -> uuid. Validates a workflow spec ({"name", "kind": "dag", "tasks": [{"key", "depends_on", '
   '"queue", "priority", "max_attempts", "backoff", "backoff_factor", "max_backoff", "timeout"}]}) and stores it as a new '
-  'version of its name in the caller''s organization, returning that version''s id. Defining the same content as the '
-  'latest version returns the latest version''s id and writes nothing. '
+  'version of its name in the caller''s organization (created_by: the caller), returning that version''s id; the '
+  'version it replaces is superseded (superseded_at). Defining the same content as the latest version returns the '
+  'latest version''s id and writes nothing — unless the workflow was deleted: a deleted name defined again gets a new '
+  'version, live. '
   'Errors: FF002 invalid definition (no tasks, duplicate keys, unknown dependency, a cycle, max_attempts < 1, negative '
   'durations, unknown fields, bad names) — nothing is written; FF009 spec over the size limit; FF007/FF008 as for '
   'every API call.';
 SELECT flowforge._rights('flowforge.define_workflow(jsonb)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+
+-- The live latest version of a workflow name, what a start reads: FF001 for
+-- a name never defined (or another organization's), FF013 for one deleted.
+CREATE OR REPLACE FUNCTION flowforge._live_workflow(p_org uuid, p_name text) RETURNS uuid
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_latest record;
+BEGIN
+    SELECT w.id, w.deleted_at, w.deleted_by INTO v_latest
+    FROM flowforge.workflow w
+    WHERE w.organization_id = p_org AND w.name = p_name AND w.superseded_at IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(p_name), 'NULL')
+            USING ERRCODE = 'FF001', HINT = 'Define it first with flowforge.define_workflow(spec).';
+    END IF;
+    IF v_latest.deleted_at IS NOT NULL THEN
+        RAISE EXCEPTION 'workflow % was deleted (at %, by %)', quote_literal(p_name), v_latest.deleted_at,
+                        v_latest.deleted_by
+            USING ERRCODE = 'FF013', HINT = 'A deleted workflow starts no runs; define it again to use the name.';
+    END IF;
+    RETURN v_latest.id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._live_workflow(uuid, text) IS
+  'Internal: the id of the latest version of workflow p_name of p_org (workflow_latest_uq). Errors: FF001 no such '
+  'workflow; FF013 it was deleted.';
+
+-- Soft delete of a workflow: every version of the name. Nothing is removed —
+-- its runs, their history and the definitions they ran stay readable (a
+-- run's detail and get_workflow(name, version) still read its version) —
+-- but it starts no run any more, by start_run or by a trigger.
+CREATE OR REPLACE FUNCTION flowforge.delete_workflow(name text) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+    v_by constant text := flowforge._principal();
+    v_ids uuid[];
+BEGIN
+    -- Serialised with define_workflow of the name (the same lock).
+    PERFORM pg_advisory_xact_lock(hashtextextended('flowforge.workflow/' || v_org::text || '/' || delete_workflow.name, 0));
+    PERFORM flowforge._live_workflow(v_org, delete_workflow.name);  -- FF001 unknown, FF013 already deleted
+    WITH deleted AS (
+        UPDATE flowforge.workflow w
+        SET deleted_at = v_now, deleted_by = v_by, updated_at = v_now, updated_by = v_by
+        WHERE w.organization_id = v_org AND w.name = delete_workflow.name AND w.deleted_at IS NULL
+        RETURNING w.id
+    )
+    SELECT array_agg(d.id) INTO v_ids FROM deleted d;
+    PERFORM flowforge._audit(v_org, 'delete', 'workflow', u.id::text, ARRAY['name']) FROM unnest(v_ids) AS u(id);
+    RETURN cardinality(v_ids);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.delete_workflow(name text) IS
+  'delete_workflow(name text) -> integer. Soft-deletes every version of the workflow in the caller''s organization '
+  '(deleted_at, deleted_by = the caller) and returns how many were live: it starts no run any more (start_run and '
+  'start triggers get FF013), list_workflows hides it unless include_deleted => true, and nothing is removed — its '
+  'runs (live ones go on), their history and get_workflow(name, version) stay readable. Defining the name again '
+  'makes a new, live version. Member rights. Audited (one row per version). Errors: FF001 no such workflow; FF013 '
+  'already deleted; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.delete_workflow(text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');

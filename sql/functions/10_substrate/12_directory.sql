@@ -8,7 +8,8 @@
 
 CREATE OR REPLACE FUNCTION flowforge._record_run(p_org uuid, p_run_id uuid, p_engine text, p_definition_id uuid,
                                                  p_now timestamptz, p_parent_run_id uuid DEFAULT NULL,
-                                                 p_triggered_by text DEFAULT NULL, p_trigger_firing_id uuid DEFAULT NULL)
+                                                 p_triggered_by text DEFAULT NULL, p_trigger_firing_id uuid DEFAULT NULL,
+                                                 p_created_by text DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -16,20 +17,20 @@ BEGIN
     INSERT INTO flowforge.engine_run AS e (organization_id, run_id, engine_kind, definition_id, parent_run_id,
                                            triggered_by, trigger_firing_id, created_at, created_by)
     VALUES (p_org, p_run_id, p_engine, p_definition_id, p_parent_run_id, p_triggered_by, p_trigger_firing_id, p_now,
-            flowforge._actor())
+            coalesce(p_created_by, flowforge._principal()))
     ON CONFLICT ON CONSTRAINT engine_run_tenant_run_uq DO UPDATE
     SET definition_id = coalesce(e.definition_id, EXCLUDED.definition_id),
         parent_run_id = coalesce(e.parent_run_id, EXCLUDED.parent_run_id),
         triggered_by = coalesce(e.triggered_by, EXCLUDED.triggered_by),
         trigger_firing_id = coalesce(e.trigger_firing_id, EXCLUDED.trigger_firing_id),
-        updated_at = EXCLUDED.created_at, updated_by = EXCLUDED.created_by
+        updated_at = EXCLUDED.created_at, updated_by = flowforge._principal()
     -- The engine never changes: a run id is one engine's forever.
     WHERE e.engine_kind = EXCLUDED.engine_kind;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._record_run(uuid, uuid, text, uuid, timestamptz, uuid, text, uuid) IS
+COMMENT ON FUNCTION flowforge._record_run(uuid, uuid, text, uuid, timestamptz, uuid, text, uuid, text) IS
   'Internal: records (or completes) the directory row of run p_run_id of engine p_engine; a field already set is '
-  'kept.';
+  'kept (created_by is final: p_created_by, default the caller''s _principal(), on the first write).';
 
 -- The run ended (succeeded, failed, cancelled): the first end is the one kept.
 -- Never before the run was created: a cancel in a transaction that began
@@ -50,7 +51,7 @@ CREATE OR REPLACE FUNCTION flowforge._record_run_reopened(p_org uuid, p_run_id u
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    UPDATE flowforge.engine_run e SET ended_at = NULL, updated_at = p_now, updated_by = flowforge._actor()
+    UPDATE flowforge.engine_run e SET ended_at = NULL, updated_at = p_now, updated_by = flowforge._principal()
     WHERE e.organization_id = p_org AND e.run_id = p_run_id;
 END;
 $$;
@@ -123,7 +124,8 @@ BEGIN
                               'definition_id', e.definition_id, 'definition', w.name, 'version', w.version,
                               'parent_run_id', e.parent_run_id, 'triggered_by', e.triggered_by,
                               'trigger_firing_id', e.trigger_firing_id, 'created_at', e.created_at,
-                              'created_by', e.created_by, 'ended_at', e.ended_at)
+                              'created_by', e.created_by, 'ended_at', e.ended_at, 'deleted_at', e.deleted_at,
+                              'deleted_by', e.deleted_by)
     INTO v_result
     FROM flowforge.engine_run e
     LEFT JOIN flowforge.workflow w ON w.id = e.definition_id
@@ -136,7 +138,9 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge.resolve_run(uuid) IS
   'resolve_run(run_id uuid) -> jsonb {run_id, organization_id, engine_kind, definition_id, definition, version, '
-  'parent_run_id, triggered_by, trigger_firing_id, created_at, created_by, ended_at}: the run directory''s row — which '
-  'engine ran it, what it ran, what caused it, when it ended (NULL while live). Viewer rights; the operator and '
-  'flowforge_readonly resolve any organization''s run. Errors: FF001 no such run; FF007/FF008 as for every API call.';
+  'parent_run_id, triggered_by, trigger_firing_id, created_at, created_by, ended_at, deleted_at, deleted_by}: the run '
+  'directory''s row — which engine ran it, what it ran, what caused it, who started it, when it ended (NULL while '
+  'live), whether it was deleted. Viewer rights (the member role: the runs it created); the operator and '
+  'flowforge_readonly resolve any organization''s run. Errors: FF001 no such run (for a member: none of its own); '
+  'FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.resolve_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway,flowforge_readonly}');

@@ -14,13 +14,15 @@
 -- caller) and fire_trigger (a trigger, which records itself as the cause).
 CREATE OR REPLACE FUNCTION flowforge._start_run(p_org uuid, p_workflow text, p_input jsonb, p_idempotency_key text,
                                                 p_now timestamptz, p_triggered_by text DEFAULT NULL,
-                                                p_trigger_firing_id uuid DEFAULT NULL)
+                                                p_trigger_firing_id uuid DEFAULT NULL, p_created_by text DEFAULT NULL)
 RETURNS uuid
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_input constant jsonb := coalesce(p_input, '{}');
+    v_creator constant text := coalesce(p_created_by, flowforge._principal());
     v_workflow record;
+    v_workflow_id uuid;
     v_run_id uuid := gen_random_uuid();
     v_existing record;
     v_hash text;
@@ -35,15 +37,8 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'Use a short stable key, such as a request id.';
     END IF;
 
-    SELECT w.id, w.name, w.kind, w.spec INTO v_workflow
-    FROM flowforge.workflow w
-    WHERE w.organization_id = p_org AND w.name = p_workflow
-    ORDER BY w.version DESC
-    LIMIT 1;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(p_workflow), 'NULL')
-            USING ERRCODE = 'FF001', HINT = 'Define it first with flowforge.define_workflow(spec).';
-    END IF;
+    v_workflow_id := flowforge._live_workflow(p_org, p_workflow);  -- FF001 unknown, FF013 deleted
+    SELECT w.id, w.name, w.kind, w.spec INTO v_workflow FROM flowforge.workflow w WHERE w.id = v_workflow_id;
 
     IF p_idempotency_key IS NOT NULL THEN
         -- Claim the key first: a concurrent start with the same key waits here
@@ -66,7 +61,7 @@ BEGIN
     END IF;
 
     PERFORM flowforge._start_engine_run(v_workflow.kind, p_org, v_run_id, v_workflow.id, v_workflow.spec, v_input,
-                                        p_idempotency_key, p_now);
+                                        p_idempotency_key, p_now, v_creator);
     IF p_triggered_by IS NOT NULL THEN
         -- The directory merges: the cause completes the row the engine wrote.
         PERFORM flowforge._record_run(p_org, v_run_id, v_workflow.kind, v_workflow.id, p_now, NULL, p_triggered_by,
@@ -80,11 +75,13 @@ BEGIN
     RETURN v_run_id;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._start_run(uuid, text, jsonb, text, timestamptz, text, uuid) IS
+COMMENT ON FUNCTION flowforge._start_run(uuid, text, jsonb, text, timestamptz, text, uuid, text) IS
   'Internal: starts the latest version of workflow p_workflow of organization p_org (any kind) with input p_input; '
   'an idempotency key already used with the same workflow and input returns that run. With p_triggered_by, the '
-  'directory row records the trigger and its firing as the cause. A started run is audited. Errors: FF001 unknown workflow; FF003 input not an '
-  'object or a bad key; FF006 key reused for a different request; FF009 input over the size limit.';
+  'directory row records the trigger and its firing as the cause. The run belongs to p_created_by (a trigger''s '
+  'creator), by default the caller''s _principal(). A started run is audited. Errors: FF001 unknown workflow; FF013 '
+  'the workflow was deleted; FF003 input not an object or a bad key; FF006 key reused for a different request; FF009 '
+  'input over the size limit.';
 
 CREATE OR REPLACE FUNCTION flowforge.start_run(workflow text, input jsonb DEFAULT '{}', idempotency_key text DEFAULT NULL)
 RETURNS uuid
@@ -105,9 +102,11 @@ COMMENT ON FUNCTION flowforge.start_run(text, jsonb, text) IS
   'version of the named workflow in the caller''s organization, of any kind: for a dag one workflow_run (state '
   'running) and one task_run per task, in one statement, tasks without dependencies ready at once (NOTIFY '
   'flowforge_ready); for a graph its start node entered; for a statemachine its initial state entered. Events: '
-  'run_started, created per unit of work. The same idempotency_key with the same workflow and input returns the first run''s id and writes '
-  'nothing. Errors: FF001 unknown workflow; FF003 input not an object or a bad key; FF006 key reused for a different '
-  'request; FF009 input over the size limit; FF007/FF008 as for every API call.';
+  'run_started, created per unit of work. The run belongs to the caller (created_by: its login, or its API key''s '
+  'prefix through the gateway). The same idempotency_key with the same workflow and input returns the first run''s id '
+  'and writes nothing. Errors: FF001 unknown workflow; FF003 input not an object or a bad key; FF006 key reused for a '
+  'different request; FF009 input over the size limit; FF013 the workflow was deleted (delete_workflow); FF007/FF008 '
+  'as for every API call.';
 SELECT flowforge._rights('flowforge.start_run(text,jsonb,text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.cancel_run(run_id uuid, reason text DEFAULT NULL) RETURNS void
@@ -116,22 +115,25 @@ SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
 AS $$
 DECLARE
-    v_org constant uuid := flowforge._authorize('member');
+    v_scope constant record := flowforge._authorize_scoped('member');
+    v_org constant uuid := v_scope.organization_id;
     v_now constant timestamptz := flowforge.now();
 BEGIN
     PERFORM flowforge._check_text_size(cancel_run.reason, 'cancel reason');
-    PERFORM flowforge._cancel_engine_run(flowforge._run_engine(cancel_run.run_id, v_org), v_org, cancel_run.run_id,
-                                         cancel_run.reason, v_now);
+    PERFORM flowforge._cancel_engine_run(flowforge._visible_run(v_org, v_scope.creator, cancel_run.run_id), v_org,
+                                         cancel_run.run_id, cancel_run.reason, v_now);
+    PERFORM flowforge._stamp_run_update(v_org, cancel_run.run_id, v_now, false);
     PERFORM flowforge._audit(v_org, 'cancel', 'workflow_run', cancel_run.run_id::text,
                              CASE WHEN cancel_run.reason IS NULL THEN '{}'::text[] ELSE ARRAY['reason'] END);
 END;
 $$;
 COMMENT ON FUNCTION flowforge.cancel_run(uuid, text) IS
-  'cancel_run(run_id uuid, reason text default null). Cancels a pending or running run of the caller''s organization: '
+  'cancel_run(run_id uuid, reason text default null). Cancels a pending or running run of the caller''s organization '
+  '(a member: one it created): updated_at / updated_by record the caller; '
   'the run and every unfinished task run become cancelled; running tasks get a new fencing token, so their holders'' '
   'next heartbeat/complete/fail is refused with FF004. Events: cancelled per task, run_cancelled. '
-  'Errors: FF001 no such run; FF005 the run already finished; FF009 reason over the size limit; FF007/FF008 as for '
-  'every API call.';
+  'Errors: FF001 no such run (for a member: none of its own); FF005 the run already finished; FF009 reason over the '
+  'size limit; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.cancel_run(uuid,text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 CREATE OR REPLACE FUNCTION flowforge.retry_run(run_id uuid) RETURNS void
@@ -140,19 +142,28 @@ SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
 AS $$
 DECLARE
-    v_org constant uuid := flowforge._authorize('member');
+    v_scope constant record := flowforge._authorize_scoped('member');
+    v_org constant uuid := v_scope.organization_id;
     v_now constant timestamptz := flowforge.now();
+    v_kind constant text := flowforge._visible_run(v_org, v_scope.creator, retry_run.run_id);
 BEGIN
-    PERFORM flowforge._retry_engine_run(flowforge._run_engine(retry_run.run_id, v_org), v_org, retry_run.run_id, v_now);
+    IF EXISTS (SELECT 1 FROM flowforge.engine_run e
+               WHERE e.organization_id = v_org AND e.run_id = retry_run.run_id AND e.deleted_at IS NOT NULL) THEN
+        RAISE EXCEPTION 'retry_run refused: run % was deleted', retry_run.run_id
+            USING ERRCODE = 'FF013', HINT = 'A deleted run stays as it ended; start a new run instead.';
+    END IF;
+    PERFORM flowforge._retry_engine_run(v_kind, v_org, retry_run.run_id, v_now);
+    PERFORM flowforge._stamp_run_update(v_org, retry_run.run_id, v_now, false);
     PERFORM flowforge._audit(v_org, 'retry', 'workflow_run', retry_run.run_id::text);
 END;
 $$;
 COMMENT ON FUNCTION flowforge.retry_run(uuid) IS
-  'retry_run(run_id uuid). A failed or cancelled run of the caller''s organization runs again: every failed, cancelled '
+  'retry_run(run_id uuid). A failed or cancelled run of the caller''s organization (a member: one it created) runs '
+  'again (updated_at / updated_by record the caller): every failed, cancelled '
   'or skipped task run returns to ready (or pending, while an upstream task has not succeeded) with attempt + 1 and a '
   'fresh budget of the task''s max_attempts; succeeded tasks keep their output. Events: retried per task, run_retried; '
-  'NOTIFY flowforge_ready. Errors: FF001 no such run; FF005 the run is not failed or cancelled; FF007/FF008 as for '
-  'every API call.';
+  'NOTIFY flowforge_ready. Errors: FF001 no such run (for a member: none of its own); FF005 the run is not failed or '
+  'cancelled; FF013 the run was deleted; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.retry_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
 -- Run lookups shared by the verbs and the reads.
@@ -171,7 +182,7 @@ SELECT flowforge._rights('flowforge._run_organization(uuid)', 'flowforge_system'
 
 -- Runs whose id starts with a prefix, across organizations (the operator's
 -- `flowforge run show 1a2b`). A range on the primary key, not a LIKE scan.
-CREATE OR REPLACE FUNCTION flowforge._runs_by_prefix(p_prefix text, p_org uuid) RETURNS uuid[]
+CREATE OR REPLACE FUNCTION flowforge._runs_by_prefix(p_prefix text, p_org uuid, p_creator text) RETURNS uuid[]
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
@@ -184,14 +195,15 @@ BEGIN
         SELECT e.run_id FROM flowforge.engine_run e
         WHERE e.run_id BETWEEN rpad(v_hex, 32, '0')::uuid AND rpad(v_hex, 32, 'f')::uuid
           AND (p_org IS NULL OR e.organization_id = p_org)
+          AND (p_creator IS NULL OR e.created_by = p_creator)
         LIMIT 2) r;
     RETURN v_ids;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._runs_by_prefix(text, uuid) IS
+COMMENT ON FUNCTION flowforge._runs_by_prefix(text, uuid, text) IS
   'Internal: up to two ids of runs whose id starts with the hex prefix p_prefix, in organization p_org (every '
-  'organization when NULL).';
-SELECT flowforge._rights('flowforge._runs_by_prefix(text,uuid)', 'flowforge_system', '{}');
+  'organization when NULL), created by p_creator (anyone''s when NULL).';
+SELECT flowforge._rights('flowforge._runs_by_prefix(text,uuid,text)', 'flowforge_system', '{}');
 
 -- The organization a read of one run acts in. A tenant reads its own
 -- organization's runs (viewer rights); the operator and the DBA read role
@@ -202,9 +214,15 @@ LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     v_org uuid;
+    v_scope record;
 BEGIN
     IF NOT flowforge._is_read_operator() THEN
-        RETURN flowforge._authorize('viewer');
+        -- A member reads the runs it created (FF001 for anyone else's, like another organization's).
+        v_scope := flowforge._authorize_scoped('viewer');
+        IF v_scope.creator IS NOT NULL THEN
+            PERFORM flowforge._visible_run(v_scope.organization_id, v_scope.creator, p_run_id);
+        END IF;
+        RETURN v_scope.organization_id;
     END IF;
     v_org := flowforge._run_organization(p_run_id);
     IF v_org IS NULL THEN
@@ -217,4 +235,110 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge._authorize_run_read(uuid) IS
   'Internal: the organization a read of run p_run_id acts in — the caller''s (viewer rights) for tenants, the run''s '
-  'for operators and flowforge_readonly. Errors: FF001 no such run (operators); FF007/FF008 as _authorize.';
+  'for operators and flowforge_readonly; a member reads only the runs it created. Errors: FF001 no such run '
+  '(operators), none of the member''s own; FF007/FF008 as _authorize.';
+
+-- A run of p_org the caller may act on or read: anyone's when p_creator is
+-- NULL, else only the runs p_creator created (a member's scope). Another
+-- member's run is FF001, exactly like another organization's.
+CREATE OR REPLACE FUNCTION flowforge._visible_run(p_org uuid, p_creator text, p_run_id uuid) RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_engine text;
+BEGIN
+    SELECT e.engine_kind INTO v_engine FROM flowforge.engine_run e
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id AND (p_creator IS NULL OR e.created_by = p_creator);
+    IF v_engine IS NULL THEN
+        PERFORM flowforge._run_not_found(p_run_id::text);
+    END IF;
+    RETURN v_engine;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._visible_run(uuid, text, uuid) IS
+  'Internal: the engine kind of run p_run_id of p_org, provided p_creator (when not NULL) created it. Errors: FF001 '
+  'no such run, or not p_creator''s.';
+
+-- A principal changed a run (cancel, retry, delete): the directory row and
+-- the engine's run row record who and when (updated_*; deleted_* too).
+CREATE OR REPLACE FUNCTION flowforge._stamp_run_update(p_org uuid, p_run_id uuid, p_now timestamptz, p_delete boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_by constant text := flowforge._principal();
+BEGIN
+    UPDATE flowforge.engine_run e
+    SET updated_at = p_now, updated_by = v_by,
+        deleted_at = CASE WHEN p_delete THEN p_now ELSE e.deleted_at END,
+        deleted_by = CASE WHEN p_delete THEN v_by ELSE e.deleted_by END
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id;
+    UPDATE flowforge.workflow_run r
+    SET updated_at = p_now, updated_by = v_by,
+        deleted_at = CASE WHEN p_delete THEN p_now ELSE r.deleted_at END,
+        deleted_by = CASE WHEN p_delete THEN v_by ELSE r.deleted_by END
+    WHERE r.id = p_run_id AND r.organization_id = p_org;
+    UPDATE flowforge.graph_run g
+    SET updated_at = p_now, updated_by = v_by,
+        deleted_at = CASE WHEN p_delete THEN p_now ELSE g.deleted_at END,
+        deleted_by = CASE WHEN p_delete THEN v_by ELSE g.deleted_by END
+    WHERE g.organization_id = p_org AND g.run_id = p_run_id;
+    UPDATE flowforge.machine_run m
+    SET updated_at = p_now, updated_by = v_by,
+        deleted_at = CASE WHEN p_delete THEN p_now ELSE m.deleted_at END,
+        deleted_by = CASE WHEN p_delete THEN v_by ELSE m.deleted_by END
+    WHERE m.organization_id = p_org AND m.run_id = p_run_id;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._stamp_run_update(uuid, uuid, timestamptz, boolean) IS
+  'Internal: stamps updated_at / updated_by (and with p_delete deleted_at / deleted_by) with the caller''s principal '
+  'on run p_run_id''s directory row and its engine''s run row.';
+
+-- Soft delete of a finished run: hidden from listings (include_deleted =>
+-- true shows it), nothing removed — get_run, run_events, its firings and its
+-- audit trail read it as before; it can no longer be retried.
+CREATE OR REPLACE FUNCTION flowforge.delete_run(run_id uuid) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_scope constant record := flowforge._authorize_scoped('member');
+    v_org constant uuid := v_scope.organization_id;
+    v_now constant timestamptz := flowforge.now();
+    v_kind text;
+    v_state text;
+    v_deleted timestamptz;
+BEGIN
+    PERFORM flowforge._visible_run(v_org, v_scope.creator, delete_run.run_id);  -- FF001 unknown, foreign, not the member's
+    -- The run's lock first (the order every writer of a run follows), then its state.
+    v_kind := flowforge._lock_run(v_org, delete_run.run_id);
+    SELECT e.deleted_at INTO v_deleted FROM flowforge.engine_run e
+    WHERE e.organization_id = v_org AND e.run_id = delete_run.run_id;
+    IF v_deleted IS NOT NULL THEN
+        RAISE EXCEPTION 'run % was already deleted (at %)', delete_run.run_id, v_deleted
+            USING ERRCODE = 'FF013', HINT = 'list_runs(include_deleted => true) shows deleted runs.';
+    END IF;
+    v_state := CASE v_kind
+        WHEN 'dag' THEN (SELECT r.state FROM flowforge.workflow_run r
+                         WHERE r.id = delete_run.run_id AND r.organization_id = v_org)
+        WHEN 'graph' THEN (SELECT g.status FROM flowforge.graph_run g
+                           WHERE g.organization_id = v_org AND g.run_id = delete_run.run_id)
+        WHEN 'statemachine' THEN (SELECT m.status FROM flowforge.machine_run m
+                                  WHERE m.organization_id = v_org AND m.run_id = delete_run.run_id) END;
+    IF v_state IS NULL OR v_state NOT IN ('succeeded', 'failed', 'cancelled') THEN
+        RAISE EXCEPTION 'delete_run refused: run % is %', delete_run.run_id, coalesce(v_state, 'not started')
+            USING ERRCODE = 'FF005', HINT = 'Only a finished run (succeeded, failed, cancelled) can be deleted; cancel it first.';
+    END IF;
+    PERFORM flowforge._stamp_run_update(v_org, delete_run.run_id, v_now, true);
+    PERFORM flowforge._audit(v_org, 'delete', 'workflow_run', delete_run.run_id::text);
+END;
+$$;
+COMMENT ON FUNCTION flowforge.delete_run(run_id uuid) IS
+  'delete_run(run_id uuid). Soft-deletes a finished (succeeded, failed or cancelled) run of any engine of the caller''s '
+  'organization (a member: one it created): deleted_at / deleted_by (the caller) on its directory row and its '
+  'engine''s run row. list_runs hides it unless include_deleted => true; nothing is removed — get_run (which shows '
+  'deleted_at), run_events, fan_out_output, its firings and audit rows read it as before; retry_run refuses it. '
+  'Member rights. Audited. Errors: FF001 no such run (for a member: none of its own); FF005 the run is not finished; '
+  'FF013 already deleted; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.delete_run(uuid)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');

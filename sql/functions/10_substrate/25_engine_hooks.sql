@@ -80,24 +80,24 @@ COMMENT ON FUNCTION flowforge._on_task_requeued(text, uuid, uuid, uuid, timestam
 
 CREATE OR REPLACE FUNCTION flowforge._start_engine_run(p_engine text, p_org uuid, p_run_id uuid, p_workflow_id uuid,
                                                        p_spec jsonb, p_input jsonb, p_idempotency_key text,
-                                                       p_now timestamptz)
+                                                       p_now timestamptz, p_created_by text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     CASE p_engine
         WHEN 'dag' THEN PERFORM flowforge._dag_start_run(p_org, p_run_id, p_workflow_id, p_spec, p_input,
-                                                         p_idempotency_key, p_now);
+                                                         p_idempotency_key, p_now, p_created_by);
         WHEN 'graph' THEN PERFORM flowforge._graph_start_run(p_org, p_run_id, p_workflow_id, p_spec, p_input,
-                                                             p_idempotency_key, p_now);
+                                                             p_idempotency_key, p_now, p_created_by);
         WHEN 'statemachine' THEN PERFORM flowforge._machine_start_run(p_org, p_run_id, p_workflow_id, p_spec, p_input,
-                                                                      p_idempotency_key, p_now);
+                                                                      p_idempotency_key, p_now, p_created_by);
     END CASE;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._start_engine_run(text, uuid, uuid, uuid, jsonb, jsonb, text, timestamptz) IS
+COMMENT ON FUNCTION flowforge._start_engine_run(text, uuid, uuid, uuid, jsonb, jsonb, text, timestamptz, text) IS
   'Internal hook: create run p_run_id of definition p_workflow_id (kind p_engine) with its first units of work, '
-  'ready ones dispatched or announced.';
+  'ready ones dispatched or announced; the run and its directory row belong to p_created_by.';
 
 CREATE OR REPLACE FUNCTION flowforge._cancel_engine_run(p_engine text, p_org uuid, p_run_id uuid, p_reason text,
                                                         p_now timestamptz)

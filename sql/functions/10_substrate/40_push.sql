@@ -239,13 +239,15 @@ BEGIN
         END IF;
     END IF;
     INSERT INTO flowforge.queue AS q (organization_id, name, exchange, routing_key, dispatch_lease, max_running,
-                                      rate_limit, rate_per, created_at, updated_at)
+                                      rate_limit, rate_per, created_at, updated_at, created_by, updated_by)
     VALUES (v_org, configure_queue.name, configure_queue.exchange, configure_queue.routing_key,
-            configure_queue.dispatch_lease, configure_queue.max_running, v_rate_limit, v_rate_per, v_now, v_now)
+            configure_queue.dispatch_lease, configure_queue.max_running, v_rate_limit, v_rate_per, v_now, v_now,
+            flowforge._principal(), flowforge._principal())
     ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE
     SET exchange = EXCLUDED.exchange, routing_key = EXCLUDED.routing_key,
         dispatch_lease = EXCLUDED.dispatch_lease, max_running = EXCLUDED.max_running,
-        rate_limit = EXCLUDED.rate_limit, rate_per = EXCLUDED.rate_per, updated_at = EXCLUDED.updated_at;
+        rate_limit = EXCLUDED.rate_limit, rate_per = EXCLUDED.rate_per, updated_at = EXCLUDED.updated_at,
+        updated_by = EXCLUDED.updated_by;
     IF configure_queue.max_running IS NOT NULL THEN
         -- Units claimed before the queue was limited count from now on (and give their slots back).
         PERFORM flowforge._flow_adopt_running(v_org, configure_queue.name, v_now);

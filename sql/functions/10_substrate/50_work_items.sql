@@ -42,7 +42,7 @@ BEGIN
            -- is held by the engine: its children carry them).
            CASE WHEN t.flow IS NOT NULL AND (p_checkpoint_id IS NOT NULL OR NOT coalesce(t.spec ? 'map', false))
                 THEN flowforge._flow_lane(p_org, t.flow, p_payload, p_now) END,
-           p_now, flowforge._actor()
+           p_now, flowforge._principal()
     FROM flowforge.task t WHERE t.id = p_task_id
     RETURNING id INTO STRICT v_id;
     PERFORM flowforge._append_events(p_org, p_run_id, 'created', ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY['pending'],

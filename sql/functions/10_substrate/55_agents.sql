@@ -103,7 +103,7 @@ BEGIN
                                       created_at, created_by)
     VALUES (v_org, register_agent.name, v_info ->> 'http_address', v_info ->> 'grpc_address', v_info ->> 'infra_address',
             left(v_info ->> 'version', 100), v_info ->> 'binary_path', coalesce(v_info ->> 'type', 'remote'), 'active',
-            coalesce(v_info -> 'labels', '{}'), v_interval, v_now, v_now, flowforge._actor())
+            coalesce(v_info -> 'labels', '{}'), v_interval, v_now, v_now, flowforge._principal())
     ON CONFLICT ON CONSTRAINT agent_name_key DO UPDATE
     SET http_address = EXCLUDED.http_address, grpc_address = EXCLUDED.grpc_address,
         infra_address = EXCLUDED.infra_address, agent_version = EXCLUDED.agent_version,
@@ -175,7 +175,7 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'draining: the agent finishes what it holds and is given nothing new.';
     END IF;
     UPDATE flowforge.agent a
-    SET status = set_agent_status.status, updated_at = v_now, updated_by = flowforge._actor()
+    SET status = set_agent_status.status, updated_at = v_now, updated_by = flowforge._principal()
     WHERE a.organization_id = v_org AND a.name = set_agent_status.name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'agent % not found', coalesce(quote_literal(set_agent_status.name), 'NULL')
@@ -193,22 +193,31 @@ COMMENT ON FUNCTION flowforge.set_agent_status(text, text) IS
   'agent; FF003 a bad status; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.set_agent_status(text,text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
-CREATE OR REPLACE FUNCTION flowforge.list_agents()
+CREATE OR REPLACE FUNCTION flowforge.list_agents(max_rows integer DEFAULT 1000, after text DEFAULT NULL)
 RETURNS TABLE (name text, status text, declared_status text, agent_type text, version text, labels jsonb,
                metrics jsonb, heartbeat_interval interval, last_heartbeat_at timestamptz, last_claim_at timestamptz,
                holding bigint, bindings bigint, http_address text, grpc_address text, infra_address text,
-               created_at timestamptz)
+               created_at timestamptz, created_by text, cursor text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 DECLARE
     v_org constant uuid := flowforge._authorize('viewer');
     v_now constant timestamptz := flowforge.now();
     v_timeout constant interval := (SELECT s.agent_timeout FROM flowforge.setting s);
+    v_after constant record := flowforge._cursor_position('agents', list_agents.after);
 BEGIN
-    -- Ordered by name (seed 002's exception to newest-first: agents are addressed by name).
+    IF list_agents.max_rows IS NULL OR list_agents.max_rows NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_rows must be between 1 and 10000' USING ERRCODE = 'FF003', HINT = 'The default is 1000.';
+    END IF;
+    IF list_agents.after IS NOT NULL AND v_after.key IS NULL THEN
+        PERFORM flowforge._invalid_cursor('agents');
+    END IF;
+    -- Ordered by name (seed 002's exception to newest-first: agents are
+    -- addressed by name), pages after a name: one range of agent_name_key.
     RETURN QUERY
     SELECT a.name::text,
            -- "drained": draining and holding nothing any more, safe to stop.
@@ -216,7 +225,8 @@ BEGIN
            a.status::text, a.agent_type::text, a.agent_version::text, a.metadata, a.metrics, a.heartbeat_interval,
            a.last_heartbeat_at, a.last_claim_at, h.n,
            (SELECT count(*) FROM flowforge.affinity_binding b WHERE b.organization_id = v_org AND b.agent_id = a.name),
-           a.http_address, a.grpc_address, a.infra_address, a.created_at
+           a.http_address, a.grpc_address, a.infra_address, a.created_at, a.created_by,
+           flowforge._cursor('agents', NULL, NULL, a.name)
     FROM flowforge.agent a
     CROSS JOIN LATERAL (SELECT flowforge._agent_status(a.status, a.last_heartbeat_at, a.heartbeat_interval, v_timeout,
                                                         v_now) AS status) s
@@ -226,14 +236,18 @@ BEGIN
              + (SELECT count(*) FROM flowforge.task_run t
                 WHERE t.organization_id = v_org AND t.state = 'running' AND t.lease_owner = a.name) AS n) h
     WHERE a.organization_id = v_org AND a.deleted_at IS NULL
-    ORDER BY a.name;
+      AND (v_after.key IS NULL OR a.name > v_after.key)
+    ORDER BY a.name
+    LIMIT list_agents.max_rows;
 END;
 $$;
-COMMENT ON FUNCTION flowforge.list_agents() IS
-  'list_agents() -> setof (name, status, declared_status, agent_type, version, labels, metrics, heartbeat_interval, '
-  'last_heartbeat_at, last_claim_at, holding, bindings, http_address, grpc_address, infra_address, created_at): the '
-  'organization''s agents by name. status is effective — inactive once the heartbeat is three intervals old (or '
+COMMENT ON FUNCTION flowforge.list_agents(integer, text) IS
+  'list_agents(max_rows int default 1000, after text default null) -> setof (name, status, declared_status, '
+  'agent_type, version, labels, metrics, heartbeat_interval, last_heartbeat_at, last_claim_at, holding, bindings, '
+  'http_address, grpc_address, infra_address, created_at, created_by, cursor): the organization''s agents by name '
+  '(seed 002''s exception to newest-first), keyset pages after the cursor of the last row read. status is effective — inactive once the heartbeat is three intervals old (or '
   'setting.agent_timeout), drained for a draining agent that holds nothing — the same rule the claims apply; '
   'last_claim_at shows an agent that heartbeats but no longer claims; holding counts the work items and task runs '
-  'it holds. Viewer rights. Errors: FF007/FF008 as for every API call.';
-SELECT flowforge._rights('flowforge.list_agents()', 'flowforge_owner', '{flowforge_app,flowforge_worker,flowforge_gateway}');
+  'it holds. Viewer rights. Errors: FF003 max_rows outside 1..10000 or a cursor that is not one of this listing''s; '
+  'FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.list_agents(integer,text)', 'flowforge_owner', '{flowforge_app,flowforge_worker,flowforge_gateway}');

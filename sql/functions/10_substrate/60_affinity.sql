@@ -49,7 +49,7 @@ DECLARE
     v_binding record;
 BEGIN
     INSERT INTO flowforge.affinity_binding (organization_id, affinity_key, agent_id, created_at, created_by)
-    VALUES (p_org, p_key, p_agent, p_now, flowforge._actor())
+    VALUES (p_org, p_key, p_agent, p_now, flowforge._principal())
     ON CONFLICT ON CONSTRAINT affinity_binding_key_uq DO NOTHING;
     IF FOUND THEN
         RETURN true;  -- our insert won
@@ -71,7 +71,7 @@ BEGIN
     IF p_policy = 'soft' AND v_binding.agent_status IS DISTINCT FROM 'active' THEN
         -- Compare-and-set on the generation: of two claimers rebinding at once, one wins.
         UPDATE flowforge.affinity_binding b
-        SET agent_id = p_agent, generation = b.generation + 1, updated_at = p_now, updated_by = flowforge._actor()
+        SET agent_id = p_agent, generation = b.generation + 1, updated_at = p_now, updated_by = flowforge._principal()
         WHERE b.organization_id = p_org AND b.affinity_key = p_key AND b.generation = v_binding.generation;
         RETURN FOUND;
     END IF;

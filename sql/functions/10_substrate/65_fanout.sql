@@ -87,7 +87,7 @@ BEGIN
         UPDATE flowforge.checkpoint c
         SET failed = 0, idx = c.succeeded, live = 0, cursor = 0, done = false, outcome = NULL, error = NULL,
             parent_task_run_id = p_parent_task_run_id, parent_work_item_id = p_parent_work_item_id,
-            updated_at = p_now, updated_by = flowforge._actor()
+            updated_at = p_now, updated_by = flowforge._principal()
         WHERE c.id = v_checkpoint.id;
         PERFORM flowforge._fanout_progress(v_checkpoint.id, p_now);
         RETURN NULL;
@@ -123,7 +123,7 @@ BEGIN
             total = v_total, succeeded = 0, failed = 0, live = 0,
             max_concurrency = (v_map ->> 'max_concurrency')::integer, tolerated_failures = v_tolerated, done = false,
             outcome = NULL, child_input = flowforge._fanout_child_input(p_input, v_map ->> 'over'),
-            output_by_reference = false, error = NULL, updated_at = p_now, updated_by = flowforge._actor()
+            output_by_reference = false, error = NULL, updated_at = p_now, updated_by = flowforge._principal()
         WHERE c.id = v_checkpoint.id;
     ELSE
         INSERT INTO flowforge.checkpoint (organization_id, run_id, node_name, definition_id, task_id, engine_kind,
@@ -132,7 +132,7 @@ BEGIN
         VALUES (p_org, p_run_id, v_node.key, v_node.workflow_id, p_task_id, p_engine, p_parent_task_run_id,
                 p_parent_work_item_id, v_map ->> 'mode', p_generation, v_total,
                 (v_map ->> 'max_concurrency')::integer, v_tolerated,
-                flowforge._fanout_child_input(p_input, v_map ->> 'over'), p_now, flowforge._actor())
+                flowforge._fanout_child_input(p_input, v_map ->> 'over'), p_now, flowforge._principal())
         RETURNING id INTO v_checkpoint.id;
     END IF;
     INSERT INTO flowforge.checkpoint_page (organization_id, checkpoint_id, page, elements)

@@ -7,7 +7,8 @@
 -- once); pending is the state of a run admitted but not yet started.
 
 CREATE OR REPLACE FUNCTION flowforge._dag_start_run(p_org uuid, p_run_id uuid, p_workflow_id uuid, p_spec jsonb,
-                                                    p_input jsonb, p_idempotency_key text, p_now timestamptz)
+                                                    p_input jsonb, p_idempotency_key text, p_now timestamptz,
+                                                    p_created_by text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -16,10 +17,10 @@ DECLARE
     v_states text[];
 BEGIN
     INSERT INTO flowforge.workflow_run (id, organization_id, workflow_id, state, input, idempotency_key,
-                                        tasks_total, tasks_remaining, created_at, started_at)
+                                        tasks_total, tasks_remaining, created_at, created_by, started_at)
     VALUES (p_run_id, p_org, p_workflow_id, 'running', p_input, p_idempotency_key,
-            jsonb_array_length(p_spec -> 'tasks'), jsonb_array_length(p_spec -> 'tasks'), p_now, p_now);
-    PERFORM flowforge._record_run(p_org, p_run_id, 'dag', p_workflow_id, p_now);
+            jsonb_array_length(p_spec -> 'tasks'), jsonb_array_length(p_spec -> 'tasks'), p_now, p_created_by, p_now);
+    PERFORM flowforge._record_run(p_org, p_run_id, 'dag', p_workflow_id, p_now, p_created_by => p_created_by);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_started', ARRAY[NULL::uuid], ARRAY[NULL::text],
         ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
         ARRAY[jsonb_build_object('workflow_id', p_workflow_id, 'actor', session_user::text)], p_now);
@@ -55,8 +56,8 @@ BEGIN
     END IF;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._dag_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz) IS
-  'Internal (dag hook): one running workflow_run and one task_run per task of the definition; tasks without '
+COMMENT ON FUNCTION flowforge._dag_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz, text) IS
+  'Internal (dag hook): one running workflow_run of p_created_by and one task_run per task of the definition; tasks without '
   'dependencies are ready at once (dispatched or announced). Events: run_started, created per task.';
 
 CREATE OR REPLACE FUNCTION flowforge._dag_cancel_run(p_org uuid, p_run_id uuid, p_reason text, p_now timestamptz)

@@ -2,17 +2,18 @@
 -- node), cancel (its outstanding work item too), retry (the node it stopped at).
 
 CREATE OR REPLACE FUNCTION flowforge._graph_start_run(p_org uuid, p_run_id uuid, p_workflow_id uuid, p_spec jsonb,
-                                                      p_input jsonb, p_idempotency_key text, p_now timestamptz)
+                                                      p_input jsonb, p_idempotency_key text, p_now timestamptz,
+                                                      p_created_by text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    PERFORM flowforge._record_run(p_org, p_run_id, 'graph', p_workflow_id, p_now);
+    PERFORM flowforge._record_run(p_org, p_run_id, 'graph', p_workflow_id, p_now, p_created_by => p_created_by);
     PERFORM flowforge._lock_run(p_org, p_run_id);
     INSERT INTO flowforge.graph_run (organization_id, run_id, definition_id, max_steps, state, input, status,
                                      idempotency_key, created_at, created_by, started_at)
     VALUES (p_org, p_run_id, p_workflow_id, (p_spec ->> 'max_steps')::integer, p_input, p_input, 'running',
-            p_idempotency_key, p_now, flowforge._actor(), p_now);
+            p_idempotency_key, p_now, p_created_by, p_now);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_started', ARRAY[NULL::uuid], ARRAY[NULL::text],
         ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
         ARRAY[jsonb_build_object('workflow_id', p_workflow_id, 'actor', session_user::text, 'start', p_spec ->> 'start')],
@@ -21,8 +22,8 @@ BEGIN
         (SELECT t.id FROM flowforge.task t WHERE t.workflow_id = p_workflow_id AND t.key = p_spec ->> 'start'), p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._graph_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz) IS
-  'Internal (graph hook): a running graph_run whose data starts as the run input, its directory row, event '
+COMMENT ON FUNCTION flowforge._graph_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz, text) IS
+  'Internal (graph hook): a running graph_run of p_created_by whose data starts as the run input, its directory row, event '
   'run_started, and the start node entered (step 1).';
 
 -- Cancel the run's outstanding work: holders of a dispatched item lose their

@@ -79,7 +79,7 @@ DECLARE
 BEGIN
     UPDATE flowforge.machine_run m
     SET status = p_status, reason = p_reason, failure = p_failure, action_item_id = NULL,
-        finished_at = greatest(p_now, m.started_at), updated_at = p_now, updated_by = flowforge._actor()
+        finished_at = greatest(p_now, m.started_at), updated_at = p_now, updated_by = flowforge._principal()
     WHERE m.organization_id = p_org AND m.run_id = p_run_id AND m.status = 'running'
     RETURNING m.state INTO v_state;
     IF NOT FOUND THEN

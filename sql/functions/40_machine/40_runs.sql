@@ -2,17 +2,18 @@
 -- cancel (its running action too), retry (the state it stopped in, again).
 
 CREATE OR REPLACE FUNCTION flowforge._machine_start_run(p_org uuid, p_run_id uuid, p_workflow_id uuid, p_spec jsonb,
-                                                        p_input jsonb, p_idempotency_key text, p_now timestamptz)
+                                                        p_input jsonb, p_idempotency_key text, p_now timestamptz,
+                                                        p_created_by text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    PERFORM flowforge._record_run(p_org, p_run_id, 'statemachine', p_workflow_id, p_now);
+    PERFORM flowforge._record_run(p_org, p_run_id, 'statemachine', p_workflow_id, p_now, p_created_by => p_created_by);
     PERFORM flowforge._lock_run(p_org, p_run_id);
     INSERT INTO flowforge.machine_run (organization_id, run_id, definition_id, state, context, status, input,
                                        idempotency_key, created_at, created_by, started_at)
     VALUES (p_org, p_run_id, p_workflow_id, p_spec ->> 'initial', coalesce(p_spec -> 'context', '{}') || p_input,
-            'running', p_input, p_idempotency_key, p_now, flowforge._actor(), p_now);
+            'running', p_input, p_idempotency_key, p_now, p_created_by, p_now);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_started', ARRAY[NULL::uuid], ARRAY[NULL::text],
         ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
         ARRAY[jsonb_build_object('workflow_id', p_workflow_id, 'actor', session_user::text, 'initial', p_spec ->> 'initial')],
@@ -21,8 +22,8 @@ BEGIN
                                      'start', NULL, NULL, NULL, NULL, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._machine_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz) IS
-  'Internal (statemachine hook): a running machine_run whose context is the definition''s context merged with the '
+COMMENT ON FUNCTION flowforge._machine_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz, text) IS
+  'Internal (statemachine hook): a running machine_run of p_created_by whose context is the definition''s context merged with the '
   'run input (the input''s keys win), its directory row, event run_started, and the initial state entered (its '
   'action queued or its timers set).';
 
@@ -75,7 +76,7 @@ BEGIN
     END IF;
     UPDATE flowforge.machine_run m
     SET status = 'running', reason = NULL, failure = NULL, finished_at = NULL, updated_at = p_now,
-        updated_by = flowforge._actor()
+        updated_by = flowforge._principal()
     WHERE m.organization_id = p_org AND m.run_id = p_run_id;
     PERFORM flowforge._record_run_reopened(p_org, p_run_id, p_now);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_retried', ARRAY[NULL::uuid], ARRAY[v_run.status::text],

@@ -175,11 +175,8 @@ BEGIN
                                                   'run), got %s', coalesce(quote_literal(create_trigger.action), 'NULL')));
     END IF;
     IF create_trigger.action = 'start' THEN
-        IF NOT EXISTS (SELECT 1 FROM flowforge.workflow w
-                       WHERE w.organization_id = v_org AND w.name = create_trigger.target) THEN
-            RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(create_trigger.target), 'NULL')
-                USING ERRCODE = 'FF001', HINT = 'A start trigger names a defined workflow (of any kind).';
-        END IF;
+        -- A defined workflow of any kind, not deleted (FF001, FF013).
+        PERFORM flowforge._live_workflow(v_org, create_trigger.target);
     ELSIF create_trigger.target IS NULL OR create_trigger.target !~ '^[A-Za-z][A-Za-z0-9_.:-]{0,199}$' THEN
         PERFORM flowforge._invalid_trigger(format('a signal trigger''s target is the event it sends, such as '
                                                   '''paid'', got %s', coalesce(quote_literal(create_trigger.target), 'NULL')));
@@ -199,7 +196,7 @@ BEGIN
             CASE WHEN create_trigger.trigger_type = 'cron'
                  THEN flowforge._cron_next(flowforge._cron_parse(v_options ->> 'cron'), v_now, v_options ->> 'timezone',
                                            v_options ->> 'on_gap', v_options ->> 'on_repeat') END,
-            v_now, flowforge._actor())
+            v_now, flowforge._principal())
     RETURNING id INTO v_id;
     IF create_trigger.trigger_type = 'webhook' THEN
         INSERT INTO flowforge.trigger_secret (trigger_id, organization_id, secret, created_at)
@@ -220,7 +217,7 @@ COMMENT ON FUNCTION flowforge.create_trigger(text, text, text, text, jsonb) IS
   'never returned); filesystem: '
   'path, pattern; gitpoll: repo, branch. A cron trigger''s first slot is the first after now. Errors: FF002 invalid '
   'name, type, action, target or options (a cron expression naming its field, an unknown zone); FF001 the workflow '
-  'to start does not exist; FF003 a live trigger of that name exists; FF007/FF008 as for every API call.';
+  'to start does not exist; FF013 it was deleted; FF003 a live trigger of that name exists; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.create_trigger(text,text,text,text,jsonb)', 'flowforge_owner',
     '{flowforge_app,flowforge_gateway}');
 
@@ -264,7 +261,7 @@ BEGIN
                             THEN flowforge._cron_next(flowforge._cron_parse(t.cron), v_now, t.timezone,
                                                       t.options ->> 'on_gap', t.options ->> 'on_repeat')
                             ELSE t.next_fire_at END,
-        updated_at = v_now, updated_by = flowforge._actor()
+        updated_at = v_now, updated_by = flowforge._principal()
     WHERE t.id = v_id;
     PERFORM flowforge._audit(v_org, CASE WHEN set_trigger_enabled.enabled THEN 'enable' ELSE 'disable' END, 'trigger',
                              v_id::text, ARRAY['enabled']);
@@ -290,8 +287,8 @@ DECLARE
     v_id constant uuid := flowforge._trigger_by_name(v_org, drop_trigger.name);
 BEGIN
     UPDATE flowforge.scheduled_trigger t
-    SET deleted_at = v_now, deleted_by = flowforge._actor(), enabled = false, updated_at = v_now,
-        updated_by = flowforge._actor()
+    SET deleted_at = v_now, deleted_by = flowforge._principal(), enabled = false, updated_at = v_now,
+        updated_by = flowforge._principal()
     WHERE t.id = v_id;
     -- The key goes at once: a dropped webhook can never be verified again.
     DELETE FROM flowforge.trigger_secret s WHERE s.trigger_id = v_id;
@@ -304,29 +301,45 @@ COMMENT ON FUNCTION flowforge.drop_trigger(text) IS
   '(list_firings, get_run''s triggered_by). Errors: FF001 no such trigger; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.drop_trigger(text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
-CREATE OR REPLACE FUNCTION flowforge.list_triggers()
+CREATE OR REPLACE FUNCTION flowforge.list_triggers(max_rows integer DEFAULT 1000, after text DEFAULT NULL,
+                                                   include_deleted boolean DEFAULT false)
 RETURNS TABLE (id uuid, name text, trigger_type text, action text, target text, enabled boolean, options jsonb,
                input jsonb, next_fire_at timestamptz, last_fired_at timestamptz, created_at timestamptz,
-               created_by text)
+               created_by text, deleted_at timestamptz, cursor text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
+SET plan_cache_mode = force_custom_plan
 AS $$
 #variable_conflict use_column
 DECLARE
     v_org constant uuid := flowforge._authorize('viewer');
+    v_after constant record := flowforge._cursor_position('triggers', list_triggers.after);
 BEGIN
+    IF list_triggers.max_rows IS NULL OR list_triggers.max_rows NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_rows must be between 1 and 10000' USING ERRCODE = 'FF003', HINT = 'The default is 1000.';
+    END IF;
+    IF list_triggers.after IS NOT NULL AND (v_after.at IS NULL OR v_after.id IS NULL) THEN
+        PERFORM flowforge._invalid_cursor('triggers');
+    END IF;
+    -- Newest first: one ordered range of scheduled_trigger_tenant_created.
     RETURN QUERY
     SELECT t.id, t.name::text, t.trigger_type::text, t.action::text, t.target::text, t.enabled,
            t.options || CASE WHEN t.trigger_type = 'webhook' THEN '{"secret": "(set, never shown)"}'::jsonb ELSE '{}' END,
-           t.input, t.next_fire_at, t.last_fired_at, t.created_at, t.created_by
+           t.input, t.next_fire_at, t.last_fired_at, t.created_at, t.created_by, t.deleted_at,
+           flowforge._cursor('triggers', t.created_at, t.id)
     FROM flowforge.scheduled_trigger t
-    WHERE t.organization_id = v_org AND t.deleted_at IS NULL
-    ORDER BY t.name;
+    WHERE t.organization_id = v_org AND (list_triggers.include_deleted OR t.deleted_at IS NULL)
+      AND (v_after.at IS NULL OR (t.created_at, t.id) < (v_after.at, v_after.id))
+    ORDER BY t.created_at DESC, t.id DESC
+    LIMIT list_triggers.max_rows;
 END;
 $$;
-COMMENT ON FUNCTION flowforge.list_triggers() IS
-  'list_triggers() -> setof (id, name, trigger_type, action, target, enabled, options, input, next_fire_at, '
-  'last_fired_at, created_at, created_by): the caller''s organization''s live triggers by name (a webhook''s secret '
-  'is never shown). Viewer rights. Errors: FF007/FF008 as for every API call.';
-SELECT flowforge._rights('flowforge.list_triggers()', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+COMMENT ON FUNCTION flowforge.list_triggers(integer, text, boolean) IS
+  'list_triggers(max_rows int default 1000, after text default null, include_deleted boolean default false) -> setof '
+  '(id, name, trigger_type, action, target, enabled, options, input, next_fire_at, last_fired_at, created_at, '
+  'created_by, deleted_at, cursor): the caller''s organization''s triggers, newest first (created_at desc, id desc), '
+  'dropped ones only with include_deleted => true (a webhook''s secret is never shown). Keyset pages: pass the last '
+  'row''s cursor as after. Viewer rights. Errors: FF003 max_rows outside 1..10000 or a cursor that is not one of '
+  'this listing''s; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.list_triggers(integer,text,boolean)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');

@@ -13,10 +13,10 @@
 -- to something going wrong (failed): FlowForge's documented codes for "no".
 CREATE OR REPLACE FUNCTION flowforge._is_refusal(p_sqlstate text) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT p_sqlstate IN ('FF001', 'FF002', 'FF003', 'FF005', 'FF006', 'FF009', 'FF012') $$;
+AS $$ SELECT p_sqlstate IN ('FF001', 'FF002', 'FF003', 'FF005', 'FF006', 'FF009', 'FF012', 'FF013') $$;
 COMMENT ON FUNCTION flowforge._is_refusal(text) IS
-  'Internal: true for the SQLSTATEs that mean "refused" (an unknown workflow or run, a bad input, an ended run, a '
-  'refused event, a payload over the limits...), false for anything that means the action failed.';
+  'Internal: true for the SQLSTATEs that mean "refused" (an unknown or deleted workflow, an unknown run, a bad input, '
+  'an ended run, a refused event, a payload over the limits...), false for anything that means the action failed.';
 
 -- The run a signal moves: the trigger's fixed run_id, or the uuid its
 -- run_id_path finds in the payload.
@@ -58,7 +58,7 @@ BEGIN
                                           delivery_id, created_by)
     VALUES (p_id, p_org, p_trigger_id, left(coalesce(p_trigger_name, ''), 63), p_trigger_type, p_payload, p_action,
             p_definition_id, p_event, p_run_id, p_outcome, left(p_error, 2000), coalesce(p_fired_on, p_now), p_now,
-            p_delivery_id, flowforge._actor());
+            p_delivery_id, flowforge._principal());
 END;
 $$;
 COMMENT ON FUNCTION flowforge._record_firing(uuid, uuid, uuid, text, text, jsonb, text, uuid, text, uuid, text, text, timestamptz, text, timestamptz) IS
@@ -112,7 +112,7 @@ DECLARE
     v_event_id text;
     v_result jsonb;
 BEGIN
-    SELECT t.id, t.name, t.trigger_type, t.action, t.target, t.enabled, t.input, t.options INTO v_trigger
+    SELECT t.id, t.name, t.trigger_type, t.action, t.target, t.enabled, t.input, t.options, t.created_by INTO v_trigger
     FROM flowforge.scheduled_trigger t
     WHERE t.organization_id = p_org AND t.deleted_at IS NULL
       AND (t.id = p_trigger_id OR (p_trigger_id IS NULL AND t.name = p_trigger_name));
@@ -137,12 +137,12 @@ BEGIN
         BEGIN
             IF v_trigger.action = 'start' THEN
                 SELECT w.id INTO v_definition FROM flowforge.workflow w
-                WHERE w.organization_id = p_org AND w.name = v_trigger.target ORDER BY w.version DESC LIMIT 1;
+                WHERE w.organization_id = p_org AND w.name = v_trigger.target AND w.superseded_at IS NULL;
                 -- The run input: the payload's keys (a non-object payload under "payload"), then the trigger's own.
                 v_run_id := flowforge._start_run(p_org, v_trigger.target,
                     CASE WHEN jsonb_typeof(v_payload) = 'object' THEN v_payload
                          ELSE jsonb_build_object('payload', v_payload) END || v_trigger.input,
-                    NULL, p_now, v_trigger.name, v_firing_id);
+                    NULL, p_now, v_trigger.name, v_firing_id, v_trigger.created_by);
                 v_outcome := 'started';
             ELSE
                 v_run_id := flowforge._trigger_signal_run(v_trigger.options, v_payload);
@@ -182,8 +182,9 @@ COMMENT ON FUNCTION flowforge._fire_trigger(uuid, uuid, text, jsonb, timestamptz
   'Internal: fires trigger p_trigger_id (or, when NULL, the one named p_trigger_name) of organization p_org with '
   'p_payload: the action in a savepoint, then one trigger_firing row (started, signalled, refused, failed). A '
   'delivery id already recorded for the trigger returns that firing and does nothing. Returns {firing_id, outcome, '
-  'run_id, error} (+ duplicate, + signal: send_event''s answer). The callers check the delivery id (1-200 '
-  'characters; _check_delivery_id).';
+  'run_id, error} (+ duplicate, + signal: send_event''s answer). A run it starts belongs to the trigger''s creator '
+  '(created_by), whoever delivered the firing. The callers check the delivery id (1-200 characters; '
+  '_check_delivery_id).';
 
 -- The delivery id a caller names: what makes a redelivery a duplicate.
 CREATE OR REPLACE FUNCTION flowforge._check_delivery_id(p_delivery_id text) RETURNS void
@@ -220,11 +221,12 @@ COMMENT ON FUNCTION flowforge.fire_trigger(text, jsonb, timestamptz, text) IS
   'fire_trigger(name text, payload jsonb default ''{}'', fired_on timestamptz default null, delivery_id text default '
   'null) -> jsonb {"firing_id", "outcome", "run_id", "error"}. Fires a trigger of the caller''s organization: start — '
   'a run of its workflow with input = the payload''s keys merged with the trigger''s input (a non-object payload '
-  'under "payload"), its directory row naming the trigger and the firing; signal — send_event of its event to the '
+  'under "payload"), its directory row naming the trigger and the firing, the run belonging to the trigger''s '
+  'creator (created_by) whoever fires it; signal — send_event of its event to the '
   'run at options.run_id_path in the payload (or options.run_id), event_id from options.event_id_path or the '
   'delivery id. The action runs in a savepoint, then exactly one trigger_firing row is appended with the payload, '
   'the source''s fired_on (default now) and ours: outcome started / signalled, or refused (unknown or disabled '
-  'trigger, unknown / foreign / ended run, an event the machine refuses, an input that fails validation — the '
+  'trigger, a deleted workflow, unknown / foreign / ended run, an event the machine refuses, an input that fails validation — the '
   'error names it) or failed (the action raised for another reason). The same delivery_id for the same trigger '
   'returns the first firing and does nothing. Errors: (raised, nothing written) FF003 delivery_id not 1-200 '
   'characters; FF009 payload over the limits; FF007/FF008 as for every API call.';

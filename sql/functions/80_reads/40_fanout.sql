@@ -82,7 +82,8 @@ COMMENT ON FUNCTION flowforge.fan_out_output(uuid, text, bigint, integer) IS
   'fan_out_output(run_id uuid, node text, after_index bigint default -1, max_items int default 1000) -> setof '
   '(index, status, output): the children of node''s fan-out in run_id, in element order from after_index + 1, at '
   'most max_items — status completed with its output, or the last child''s status (failed, cancelled, pending, '
-  'dispatched) or not_started. How a map output too large to inline (passed by reference) is read. Viewer rights; '
+  'dispatched) or not_started. How a map output too large to inline (passed by reference) is read. Viewer rights (the member role: '
+  'the runs it created); '
   'the operator and flowforge_readonly read any organization''s run. Errors: FF001 no such run, or the node never '
   'fanned out; FF003 max_items outside 1..10000 or after_index < -1; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.fan_out_output(uuid,text,bigint,integer)', 'flowforge_owner',

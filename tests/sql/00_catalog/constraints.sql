@@ -17,7 +17,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(577);
+SELECT plan(586);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -137,9 +137,9 @@ INSERT INTO flowforge.membership (organization_id, member) VALUES
 INSERT INTO flowforge.api_key (organization_id, name, prefix, hashed_key) VALUES
     (flowforge.current_organization(), 'ci', 'ffk_a', sha256('secret-a'::bytea)),
     (flowforge.current_organization(), 'ops', 'ffk_b', sha256('secret-b'::bytea));
-INSERT INTO flowforge.queue (organization_id, name, exchange, routing_key) VALUES
-    (flowforge.current_organization(), 'ct-push', 'flowforge.tasks', 'work'),
-    (flowforge.current_organization(), 'ct-pull', NULL, NULL);
+INSERT INTO flowforge.queue (organization_id, name, exchange, routing_key, created_by) VALUES
+    (flowforge.current_organization(), 'ct-push', 'flowforge.tasks', 'work', 'test'),
+    (flowforge.current_organization(), 'ct-pull', NULL, NULL, 'test');
 INSERT INTO flowforge.outbox_message (organization_id, task_run_id, workflow_run_id, exchange, routing_key,
                                       payload, fencing_token_snapshot, attempt_snapshot)
 SELECT organization_id, id, workflow_run_id, 'flowforge', 'default', jsonb_build_object('task_run_id', id), g, 1
@@ -877,6 +877,29 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET deleted_by = 'someon
 SELECT is(pg_temp.accepted('engine_run_deleted_pair', $$UPDATE flowforge.engine_run SET deleted_at = now(), deleted_by = 'someone' WHERE run_id = pg_temp.id('R')$$),
           'accepted', 'engine_run_deleted_pair: both together are accepted');
 
+-- 0030: ownership and soft delete of definitions and DAG runs; one latest version per name.
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET deleted_at = now() WHERE id = pg_temp.id('W')$$),
+          '23514 workflow_deleted_pair', 'workflow_deleted_pair: deleted_at without deleted_by is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET deleted_by = 'someone' WHERE id = pg_temp.id('W')$$),
+          '23514 workflow_deleted_pair', 'workflow_deleted_pair: deleted_by without deleted_at is refused');
+SELECT is(pg_temp.accepted('workflow_deleted_pair', $$UPDATE flowforge.workflow SET deleted_at = now(), deleted_by = 'someone' WHERE id = pg_temp.id('W')$$),
+          'accepted', 'workflow_deleted_pair: both together are accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET deleted_at = now() WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_deleted_pair', 'wfrun_deleted_pair: deleted_at without deleted_by is refused');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow_run SET deleted_by = 'someone' WHERE id = pg_temp.id('R')$$),
+          '23514 wfrun_deleted_pair', 'wfrun_deleted_pair: deleted_by without deleted_at is refused');
+SELECT is(pg_temp.accepted('wfrun_deleted_pair', $$UPDATE flowforge.workflow_run SET deleted_at = now(), deleted_by = 'someone' WHERE id = pg_temp.id('R')$$),
+          'accepted', 'wfrun_deleted_pair: both together are accepted');
+SELECT is((SELECT array_agg(superseded_at IS NULL ORDER BY version) FROM flowforge.workflow WHERE name = 'ct_diamond'),
+          ARRAY[false, true], 'fixture: ct_diamond v1 (W2) is superseded, v2 (W) its latest');
+SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET superseded_at = NULL WHERE id = pg_temp.id('W2')$$),
+          '23505 workflow_latest_uq', 'workflow_latest_uq: two latest versions of one name are refused');
+SELECT is(pg_temp.accepted('workflow_latest_uq',
+          $$INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash, created_by)
+            SELECT pg_temp.id('O'), w.name, 1, w.kind, w.spec, w.content_hash, 'test' FROM flowforge.workflow w
+            WHERE w.id = pg_temp.id('W')$$),
+          'accepted', 'workflow_latest_uq: the same name''s latest version in another organization is accepted');
+
 -- ===========================================================================
 -- graph_run, graph_step, graph_visit, graph_edge  (GR1 running at review, GS succeeded)
 -- ===========================================================================
@@ -1553,7 +1576,7 @@ SELECT set_eq(
                    ('graph_edge_pkey'), ('engine_one_serving_per_org'), ('machine_transition_pkey'),
                    ('machine_event_queue_pkey'), ('machine_event_seen_pkey'), ('checkpoint_page_pkey'),
                    ('work_item_checkpoint_live_uq'), ('work_item_checkpoint_done_uq'), ('scheduled_trigger_live_name_uq'),
-                   ('trigger_secret_pkey'), ('trigger_firing_delivery_uq')$$,
+                   ('trigger_secret_pkey'), ('trigger_firing_delivery_uq'), ('workflow_latest_uq')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'refused'$$,
     'every CHECK and UNIQUE constraint was seen to refuse a plain write'
 );
@@ -1564,7 +1587,7 @@ SELECT set_eq(
                    ('graph_edge_pkey'), ('engine_one_serving_per_org'), ('machine_transition_pkey'),
                    ('machine_event_queue_pkey'), ('machine_event_seen_pkey'), ('checkpoint_page_pkey'),
                    ('work_item_checkpoint_live_uq'), ('work_item_checkpoint_done_uq'), ('scheduled_trigger_live_name_uq'),
-                   ('trigger_secret_pkey'), ('trigger_firing_delivery_uq')$$,
+                   ('trigger_secret_pkey'), ('trigger_firing_delivery_uq'), ('workflow_latest_uq')$$,
     $$SELECT constraint_name FROM probed WHERE outcome = 'accepted'$$,
     'every CHECK and UNIQUE constraint was seen to accept a valid write'
 );

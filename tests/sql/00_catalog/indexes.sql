@@ -2,12 +2,13 @@
 -- (columns, order, direction, partial predicate), so do the extra indexes of
 -- the migrations (0015: the substrate and the graph engine; 0016: the DAG's
 -- claim indexes re-shaped for lower priority first; 0017: the state-machine
--- engine; 0020/0021: fan-out; 0022/0023: triggers; 0027: the inspection views' windows and sweeps),
+-- engine; 0020/0021: fan-out; 0022/0023: triggers; 0027: the inspection views' windows and sweeps; 0030/0031: the
+-- keyset listings and the member scope),
 -- and each table has exactly the indexes listed — an index nobody can name a query for should not exist
 -- (docs/data-model.md), so every index carries the query it serves as its comment (0026).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(199);
+SELECT plan(212);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist.
 CREATE FUNCTION pg_temp.indexdef(p_name text) RETURNS text
@@ -329,6 +330,35 @@ SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.ind
              AND i.indisvalid AND i.indisready), 3,
           'the three indexes 0027 builds CONCURRENTLY are valid and ready');
 
+-- 0030/0031: ownership and the keyset listings
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('workflow_latest_uq'),
+    'CREATE UNIQUE INDEX workflow_latest_uq ON flowforge.workflow USING btree (organization_id, name) WHERE (superseded_at IS NULL)',
+    'workflow_latest_uq: unique (organization_id, name) partial on latest versions — one latest version per name, the '
+    'version a start reads by name');
+SELECT is(pg_temp.indexdef('workflow_tenant_latest_created'),
+    'CREATE INDEX workflow_tenant_latest_created ON flowforge.workflow USING btree (organization_id, created_at DESC, id DESC) WHERE (superseded_at IS NULL)',
+    'workflow_tenant_latest_created: each name''s latest version, newest first (list_workflows)');
+SELECT is(pg_temp.indexdef('scheduled_trigger_tenant_created'),
+    'CREATE INDEX scheduled_trigger_tenant_created ON flowforge.scheduled_trigger USING btree (organization_id, created_at DESC, id DESC)',
+    'scheduled_trigger_tenant_created: the organization''s triggers, newest first (list_triggers)');
+SELECT is(pg_temp.indexdef('engine_run_tenant_creator_created'),
+    'CREATE INDEX engine_run_tenant_creator_created ON flowforge.engine_run USING btree (organization_id, created_by, created_at DESC, id DESC)',
+    'engine_run_tenant_creator_created: a member''s own runs, newest first (list_runs for the member role, creator =>)');
+SELECT is(pg_temp.indexdef('engine_run_tenant_definition_created'),
+    'CREATE INDEX engine_run_tenant_definition_created ON flowforge.engine_run USING btree (organization_id, definition_name, created_at DESC, id DESC)',
+    'engine_run_tenant_definition_created: one workflow''s runs of every version, newest first (list_runs(workflow =>))');
+SELECT is(pg_temp.indexdef('engine_run_tenant_trigger_created'),
+    'CREATE INDEX engine_run_tenant_trigger_created ON flowforge.engine_run USING btree (organization_id, triggered_by, created_at DESC, id DESC) WHERE (triggered_by IS NOT NULL)',
+    'engine_run_tenant_trigger_created: the runs one trigger started, newest first (list_runs(trigger_name =>))');
+SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           WHERE c.relnamespace = 'flowforge'::regnamespace
+             AND c.relname IN ('engine_run_tenant_creator_created', 'engine_run_tenant_definition_created',
+                               'engine_run_tenant_trigger_created', 'workflow_tenant_latest_created',
+                               'scheduled_trigger_tenant_created')
+             AND i.indisvalid AND i.indisready), 5,
+          'the five indexes 0031 builds CONCURRENTLY are valid and ready');
+
 -- ---------------------------------------------------------------------------
 -- Every index says which query it serves (COMMENT ON INDEX, 0026): the text
 -- index_usage shows beside idx_scan. A new index without one fails here.
@@ -347,10 +377,12 @@ SELECT indexes_are('flowforge', 'organization', ARRAY['organization_pkey', 'uniq
 SELECT indexes_are('flowforge', 'membership', ARRAY['membership_pkey', 'uniq_membership_org_member', 'idx_membership_member']);
 SELECT indexes_are('flowforge', 'api_key', ARRAY['api_key_pkey', 'uniq_api_key_prefix']);
 SELECT indexes_are('flowforge', 'audit_log', ARRAY['audit_log_pkey', 'idx_audit_org_created', 'idx_audit_org_entity']);
-SELECT indexes_are('flowforge', 'workflow', ARRAY['workflow_pkey', 'uniq_workflow_name_version']);
+SELECT indexes_are('flowforge', 'workflow', ARRAY['workflow_pkey', 'uniq_workflow_name_version', 'workflow_latest_uq',
+                                                 'workflow_tenant_latest_created']);
 SELECT indexes_are('flowforge', 'task', ARRAY['task_pkey', 'uniq_task_workflow_key']);
 SELECT indexes_are('flowforge', 'task_dependency', ARRAY['task_dependency_pkey', 'idx_taskdep_depends_on', 'idx_taskdep_workflow']);
-SELECT indexes_are('flowforge', 'scheduled_trigger', ARRAY['scheduled_trigger_pkey', 'scheduled_trigger_live_name_uq', 'idx_trigger_due']);
+SELECT indexes_are('flowforge', 'scheduled_trigger', ARRAY['scheduled_trigger_pkey', 'scheduled_trigger_live_name_uq', 'idx_trigger_due',
+                                                          'scheduled_trigger_tenant_created']);
 SELECT indexes_are('flowforge', 'workflow_run', ARRAY[
     'workflow_run_pkey', 'idx_wfrun_wf_recent', 'idx_wfrun_state_age', 'idx_wfrun_org_recent']);
 SELECT indexes_are('flowforge', 'task_run', ARRAY[
@@ -369,7 +401,8 @@ SELECT indexes_are('flowforge', 'server_secret', ARRAY['server_secret_pkey']);
 SELECT indexes_are('flowforge', 'setting', ARRAY['setting_pkey']);
 SELECT indexes_are('flowforge', 'engine_run', ARRAY[
     'engine_run_pkey', 'engine_run_tenant_run_uq', 'engine_run_tenant_created', 'engine_run_run_idx',
-    'engine_run_definition_recent', 'engine_run_triggered_by']);
+    'engine_run_definition_recent', 'engine_run_triggered_by', 'engine_run_tenant_creator_created',
+    'engine_run_tenant_definition_created', 'engine_run_tenant_trigger_created']);
 SELECT indexes_are('flowforge', 'work_item', ARRAY[
     'work_item_pkey', 'work_item_status_priority_idx', 'work_item_ready_by_name_idx', 'work_item_lease_idx',
     'work_item_run_idx', 'work_item_parent_idx', 'work_item_task_idx', 'work_item_checkpoint_item_idx',
@@ -581,6 +614,40 @@ SELECT matches(pg_temp.plan_of($$EXECUTE ix_list_firings('00000000-0000-0000-000
     'list_firings() as a generic plan reads trigger_firing_tenant_fired too');
 SET LOCAL plan_cache_mode = auto;
 DEALLOCATE ix_list_firings;
+-- list_runs' filters, each an ordered range of its own index (the shape of the function's query; the 1M-row
+-- EXPLAIN of the function itself is tests/py/test_listing_explain.py): the 5,000 directory rows above are the
+-- fixture's ('test'), the 60 runs started before are postgres's; 84 were started by ix-hook-7; 20 ran ix_diamond.
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.engine_run WHERE organization_id = '00000000-0000-0000-0000-000000000001'
+      AND created_by = 'postgres' ORDER BY created_at DESC, id DESC LIMIT 50$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using engine_run_tenant_creator_created',
+    'a member''s own runs (created_by = the caller) are an ordered range of engine_run_tenant_creator_created, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.engine_run WHERE organization_id = '00000000-0000-0000-0000-000000000001'
+      AND definition_name = 'ix_diamond' ORDER BY created_at DESC, id DESC LIMIT 50$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using engine_run_tenant_definition_created',
+    'one workflow''s runs of every version are an ordered range of engine_run_tenant_definition_created, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.engine_run WHERE organization_id = '00000000-0000-0000-0000-000000000001'
+      AND triggered_by = 'ix-hook-7' ORDER BY created_at DESC, id DESC LIMIT 50$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using engine_run_tenant_trigger_created',
+    'the runs one trigger started are an ordered range of engine_run_tenant_trigger_created, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT run_id FROM flowforge.engine_run WHERE organization_id = '00000000-0000-0000-0000-000000000001'
+      AND (created_at, id) < (now() - interval '1 hour', '00000000-0000-0000-0000-000000000000')
+    ORDER BY created_at DESC, id DESC LIMIT 50$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index Cond: .*ROW\(created_at, id\) < ROW',
+    'a page after a cursor starts inside engine_run_tenant_created: the cursor is an index condition, no sort, no offset');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.workflow WHERE organization_id = '00000000-0000-0000-0000-000000000001'
+      AND superseded_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 50$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index (Only )?Scan using workflow_tenant_latest_created',
+    'list_workflows: each name''s latest version, newest first, reads workflow_tenant_latest_created, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT id FROM flowforge.scheduled_trigger WHERE organization_id = '00000000-0000-0000-0000-000000000001'
+    ORDER BY created_at DESC, id DESC LIMIT 50$$),
+    '^(?!.*Sort)(?!.*Seq Scan).*Index (Only )?Scan using scheduled_trigger_tenant_created',
+    'list_triggers: the newest triggers read scheduled_trigger_tenant_created, no sort');
 -- The seed's two tracing queries, verbatim (tests/sql/70_maintenance/cron_triggers.sql runs them for their rows).
 SELECT matches(pg_temp.plan_of($$SELECT r.run_id, r.engine_kind, r.definition_id, f.outcome, f.payload FROM flowforge.engine_run r JOIN flowforge.trigger_firing f ON f.id = r.trigger_firing_id WHERE r.triggered_by = 'on-push' ORDER BY r.created_at DESC$$),
     '^(?!.*Sort)(?!.*Seq Scan).*Index Scan using engine_run_triggered_by.*trigger_firing_pkey',

@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(316);
+SELECT plan(317);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the eight group roles exist (0022 added flowforge_webhook, the
@@ -329,7 +329,7 @@ SELECT results_eq(
              ('flowforge.complete_work(uuid,bigint,jsonb)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
              ('flowforge.fail_work(uuid,bigint,text,boolean)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
              ('flowforge.heartbeat_work(uuid,bigint,interval)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
-             ('flowforge.list_agents()', 'flowforge_owner', 'flowforge_app,flowforge_gateway,flowforge_worker'),
+             ('flowforge.list_agents(integer,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway,flowforge_worker'),
              ('flowforge.list_engines()', 'flowforge_system', 'flowforge_daemon,flowforge_readonly'),
              ('flowforge.register_agent(text,jsonb)', 'flowforge_owner', 'flowforge_gateway,flowforge_worker'),
              ('flowforge.resolve_run(uuid)', 'flowforge_owner', 'flowforge_app,flowforge_gateway,flowforge_readonly'),
@@ -371,7 +371,7 @@ SELECT results_eq(
              ('flowforge._machine_resume(uuid,uuid,timestamp with time zone)', 'flowforge_owner', ''),
              ('flowforge._machine_retry_run(uuid,uuid,timestamp with time zone)', 'flowforge_owner', ''),
              ('flowforge._machine_run_detail(uuid,uuid)', 'flowforge_owner', ''),
-             ('flowforge._machine_start_run(uuid,uuid,uuid,jsonb,jsonb,text,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._machine_start_run(uuid,uuid,uuid,jsonb,jsonb,text,timestamp with time zone,text)', 'flowforge_owner', ''),
              ('flowforge._normalize_machine_spec(jsonb)', 'flowforge_owner', ''),
              ('flowforge._normalize_machine_state(text,jsonb,jsonb)', 'flowforge_owner', ''),
              ('flowforge._normalize_machine_transition(jsonb,text,text,jsonb)', 'flowforge_owner', ''),
@@ -484,8 +484,8 @@ SELECT results_eq(
              ('flowforge.feeder_triggers(text)', 'flowforge_system', 'flowforge_daemon', true),
              ('flowforge.feeder_unfired(uuid,text[])', 'flowforge_system', 'flowforge_daemon', true),
              ('flowforge.fire_trigger(text,jsonb,timestamp with time zone,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
-             ('flowforge.list_firings(text,text,integer)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
-             ('flowforge.list_triggers()', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.list_firings(text,text,integer,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.list_triggers(integer,text,boolean)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
              ('flowforge.receive_webhook(text,text,bytea,text,text)', 'flowforge_system', 'flowforge_webhook', true),
              ('flowforge.set_trigger_enabled(text,boolean)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true)$$,
     'the triggers'' functions: owner and callers (the tenant API for apps and the gateway, receive_webhook for '
@@ -497,6 +497,44 @@ SELECT set_eq(
     'flowforge_webhook executes receive_webhook and nothing else (not even now() or current_organization())');
 SELECT ok(has_schema_privilege('flowforge_webhook', 'flowforge', 'USAGE'),
           'flowforge_webhook may use schema flowforge (0024: without it the one call it may make does not resolve)');
+
+-- Ownership and deletion (0030, issue 19): the two soft deletes and the
+-- listings are the tenant API (apps and the gateway; deleting is no worker's
+-- business); _principal (who a row belongs to: the login, or the API key of a
+-- gateway call) reads api_key, so flowforge_system owns it and no runtime
+-- role may call it; the scope, cursor and stamping helpers are internal; the
+-- directory's definition_name trigger is callable by nobody.
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", pg_get_userbyid(p.proowner)::text COLLATE "default",
+             array_to_string(ARRAY(SELECT r.rolname::text FROM pg_roles r
+                                   WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                                                       'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook')
+                                     AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                                   ORDER BY r.rolname), ',') COLLATE "default",
+             p.prosecdef
+      FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND p.proname IN ('delete_run', 'delete_workflow', 'list_runs', 'list_workflows', '_principal',
+                          '_authorize_scoped', '_visible_run', '_stamp_run_update', '_live_workflow', '_cursor',
+                          '_cursor_position', '_invalid_cursor', '_runs_by_prefix', 'engine_run_definition_name')
+      ORDER BY 1$$,
+    $$VALUES ('flowforge._authorize_scoped(text)', 'flowforge_owner', '', false),
+             ('flowforge._cursor(text,timestamp with time zone,uuid,text)', 'flowforge_owner', '', false),
+             ('flowforge._cursor_position(text,text)', 'flowforge_owner', '', false),
+             ('flowforge._invalid_cursor(text)', 'flowforge_owner', '', false),
+             ('flowforge._live_workflow(uuid,text)', 'flowforge_owner', '', false),
+             ('flowforge._principal()', 'flowforge_system', '', true),
+             ('flowforge._runs_by_prefix(text,uuid,text)', 'flowforge_system', '', true),
+             ('flowforge._stamp_run_update(uuid,uuid,timestamp with time zone,boolean)', 'flowforge_owner', '', false),
+             ('flowforge._visible_run(uuid,text,uuid)', 'flowforge_owner', '', false),
+             ('flowforge.delete_run(uuid)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.delete_workflow(text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.engine_run_definition_name()', 'flowforge_owner', '', false),
+             ('flowforge.list_runs(text,text,integer,text,boolean,text,text,text)', 'flowforge_owner',
+              'flowforge_app,flowforge_gateway', true),
+             ('flowforge.list_workflows(integer,text,boolean)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true)$$,
+    'the ownership functions (0030): owner and callers (deletes and listings for apps and the gateway, _principal '
+    'owned by flowforge_system for nobody, every helper internal)');
 
 -- Inside an API call the organization is cached in the setting
 -- flowforge.caller_org, which the tenant policies trust. That is sound only

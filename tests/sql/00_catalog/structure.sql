@@ -7,7 +7,7 @@
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(709);
+SELECT plan(737);
 
 SELECT has_schema('flowforge');
 
@@ -33,7 +33,8 @@ SELECT columns_are('flowforge', 'api_key', ARRAY[
 SELECT columns_are('flowforge', 'audit_log', ARRAY[
     'id', 'organization_id', 'actor', 'action', 'entity', 'entity_id', 'fields', 'created_at']);
 SELECT columns_are('flowforge', 'workflow', ARRAY[
-    'id', 'organization_id', 'name', 'version', 'kind', 'spec', 'content_hash', 'created_at']);
+    'id', 'organization_id', 'name', 'version', 'kind', 'spec', 'content_hash', 'created_at',
+    'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by', 'superseded_at']);
 SELECT columns_are('flowforge', 'task', ARRAY[
     'id', 'organization_id', 'workflow_id', 'key', 'queue', 'priority', 'max_attempts', 'backoff',
     'backoff_factor', 'max_backoff', 'timeout', 'dependency_count', 'created_at',
@@ -47,7 +48,8 @@ SELECT columns_are('flowforge', 'scheduled_trigger', ARRAY[
     'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
 SELECT columns_are('flowforge', 'workflow_run', ARRAY[
     'id', 'organization_id', 'workflow_id', 'state', 'input', 'idempotency_key', 'tasks_total',
-    'tasks_remaining', 'tasks_failed', 'reason', 'created_at', 'started_at', 'finished_at']);
+    'tasks_remaining', 'tasks_failed', 'reason', 'created_at', 'started_at', 'finished_at',
+    'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
 SELECT columns_are('flowforge', 'task_run', ARRAY[
     'id', 'organization_id', 'workflow_run_id', 'task_id', 'task_key', 'queue', 'priority', 'state',
     'attempt', 'max_attempts', 'fencing_token', 'lease_owner', 'lease_expires_at', 'timeout', 'ready_at',
@@ -64,7 +66,7 @@ SELECT columns_are('flowforge', 'task_run_event', ARRAY[
     'fencing_token', 'attempt', 'detail', 'created_at', 'work_item_id']);
 SELECT columns_are('flowforge', 'queue', ARRAY[
     'organization_id', 'name', 'exchange', 'routing_key', 'dispatch_lease', 'created_at', 'updated_at',
-    'paused', 'max_running', 'rate_limit', 'rate_per', 'keyed', 'flow']);
+    'paused', 'max_running', 'rate_limit', 'rate_per', 'keyed', 'flow', 'created_by', 'updated_by']);
 SELECT columns_are('flowforge', 'api_key_usage', ARRAY['api_key_id', 'organization_id', 'last_used_at']);
 SELECT columns_are('flowforge', 'server_secret', ARRAY['singleton', 'gateway_key', 'created_at']);
 SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes', 'max_json_depth', 'agent_timeout',
@@ -72,7 +74,8 @@ SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes
 -- 0015: the substrate (seed 002's tables; kisai.common columns as created/updated/deleted _at/_by).
 SELECT columns_are('flowforge', 'engine_run', ARRAY[
     'id', 'organization_id', 'run_id', 'engine_kind', 'definition_id', 'parent_run_id', 'triggered_by',
-    'trigger_firing_id', 'ended_at', 'created_at', 'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by']);
+    'trigger_firing_id', 'ended_at', 'created_at', 'created_by', 'updated_at', 'updated_by', 'deleted_at', 'deleted_by',
+    'definition_name']);
 SELECT columns_are('flowforge', 'work_item', ARRAY[
     'id', 'organization_id', 'engine_id', 'engine_kind', 'parent_work_item_id', 'run_id', 'task_id', 'task_name',
     'queue', 'worker_params', 'payload', 'output', 'status', 'priority', 'fencing_token', 'agent_id', 'leased_by',
@@ -291,6 +294,23 @@ FROM (VALUES ('id', 'uuid'), ('organization_id', 'uuid'), ('trigger_id', 'uuid')
 SELECT col_type_is('flowforge', 'engine_run', 'triggered_by', 'character varying(63)',
                    'engine_run.triggered_by is character varying(63): a trigger''s name');
 SELECT col_type_is('flowforge', 'engine_run', 'trigger_firing_id', 'uuid', 'engine_run.trigger_firing_id is uuid: a firing''s id');
+-- 0030: ownership. Who a row belongs to is text like every other created_by (a login, or an API key's prefix).
+SELECT col_type_is('flowforge', t, c, ty, format('%s.%s is %s', t, c, ty))
+FROM (VALUES ('workflow', 'created_by', 'text'), ('workflow', 'updated_at', 'timestamp with time zone'),
+             ('workflow', 'updated_by', 'text'), ('workflow', 'deleted_at', 'timestamp with time zone'),
+             ('workflow', 'deleted_by', 'text'), ('workflow', 'superseded_at', 'timestamp with time zone'),
+             ('workflow_run', 'created_by', 'text'), ('workflow_run', 'updated_at', 'timestamp with time zone'),
+             ('workflow_run', 'updated_by', 'text'), ('workflow_run', 'deleted_at', 'timestamp with time zone'),
+             ('workflow_run', 'deleted_by', 'text'), ('queue', 'created_by', 'text'), ('queue', 'updated_by', 'text'),
+             ('engine_run', 'definition_name', 'character varying(63)')) AS x(t, c, ty);
+-- Every entity a caller creates says who: NOT NULL, set by the functions from _principal(), never an argument.
+SELECT col_not_null('flowforge', t, 'created_by', format('%s.created_by is NOT NULL', t))
+FROM unnest(ARRAY['workflow', 'queue', 'engine_run', 'graph_run', 'machine_run', 'work_item', 'agent',
+                  'affinity_binding', 'checkpoint', 'scheduled_trigger', 'trigger_firing']) AS t;
+SELECT col_is_null('flowforge', t, c, format('%s.%s is nullable (%s)', t, c, why))
+FROM (VALUES ('workflow_run', 'created_by', 'a NOT NULL would scan the table under lock; the directory''s is NOT NULL'),
+             ('workflow', 'superseded_at', 'NULL on each name''s latest version'),
+             ('engine_run', 'definition_name', 'NULL exactly when definition_id is')) AS x(t, c, why);
 
 -- ---------------------------------------------------------------------------
 -- Tenancy: organization_id NOT NULL on every tenant table

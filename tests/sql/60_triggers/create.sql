@@ -36,7 +36,7 @@ SELECT is((SELECT count(DISTINCT id)::int FROM made WHERE id IS NOT NULL), 8,
 
 SELECT results_eq(
     $$SELECT name, trigger_type, action, target, enabled, options, input, next_fire_at, last_fired_at, created_by
-      FROM flowforge.list_triggers()$$,
+      FROM flowforge.list_triggers() ORDER BY name$$,
     $$VALUES ('c-signal', 'cron', 'signal', 'paid', true,
               '{"cron": "@daily", "timezone": "Europe/Berlin", "catchup": "all", "max_catchup": 5, "on_gap": "skip",
                 "on_repeat": "both", "run_id_path": "$.\"run_id\"", "event_id_path": "$.\"id\""}'::jsonb,

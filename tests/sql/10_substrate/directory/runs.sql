@@ -89,8 +89,9 @@ SELECT is((SELECT engine_kind::text FROM flowforge.engine_run WHERE run_id = :'g
 SELECT is(flowforge.resolve_run(:'g2') - 'created_at' - 'created_by' - 'organization_id',
     jsonb_build_object('run_id', :'g2'::uuid, 'engine_kind', 'graph', 'definition_id', :'graph_wf'::uuid,
                        'definition', 'dir_graph', 'version', 1, 'parent_run_id', :'d1'::uuid, 'triggered_by', 'cron',
-                       'trigger_firing_id', '00000000-0000-0000-0000-0000000000f1', 'ended_at', NULL),
-    'resolve_run: engine, definition and version, cause, ended_at');
+                       'trigger_firing_id', '00000000-0000-0000-0000-0000000000f1', 'ended_at', NULL,
+                       'deleted_at', NULL, 'deleted_by', NULL),
+    'resolve_run: engine, definition and version, cause, ended_at, not deleted');
 SELECT is(flowforge.resolve_run(run_id => :'d1') ->> 'engine_kind', 'dag', 'resolve_run of a DAG run (named argument)');
 SELECT is((flowforge.resolve_run(:'d1') ->> 'ended_at')::timestamptz, '2030-01-01 00:06:00+00'::timestamptz, 'with its end');
 SELECT throws_ok(format('SELECT flowforge.resolve_run(%L)', gen_random_uuid()), 'FF001', NULL, 'resolve_run of an unknown run: FF001');

@@ -40,8 +40,8 @@ SELECT is(pg_temp.claim_order(ARRAY['q4'], ARRAY['p5', 'p0', 'pm3']), 'pm3 p0 p5
 
 -- Push dispatch of due tasks, at most one: the lowest number.
 SELECT pg_temp.three('push_q', 'qpush') \gset
-INSERT INTO flowforge.queue (organization_id, name, exchange, routing_key)
-VALUES (flowforge.current_organization(), 'qpush', 'flowforge.tasks', 'work');
+INSERT INTO flowforge.queue (organization_id, name, exchange, routing_key, created_by)
+VALUES (flowforge.current_organization(), 'qpush', 'flowforge.tasks', 'work', session_user::text);
 SELECT is(flowforge._dispatch_due(1, flowforge.now(), NULL), 1, 'setup: one due push task dispatched');
 SELECT is((SELECT tr.task_key::text FROM flowforge.outbox_message m JOIN flowforge.task_run tr ON tr.id = m.task_run_id
            WHERE tr.queue = 'qpush'), 'pm3', 'push dispatch takes the lowest priority number first');
