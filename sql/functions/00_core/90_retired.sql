@@ -29,6 +29,9 @@ DROP FUNCTION IF EXISTS flowforge._dispatch_due(integer, timestamptz);
 DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, flowforge.task, jsonb, text, timestamptz, uuid);
 -- ... and gained the fan-out child's checkpoint, generation and element (issue 15).
 DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, uuid, text, jsonb, text, timestamptz, uuid);
+-- _delivered_firing(trigger, delivery) -> _delivered_firing(org, trigger, delivery): the delivery key moved to
+-- trigger_delivery, keyed per organization, when the firing log was partitioned by time (0032; issue 19).
+DROP FUNCTION IF EXISTS flowforge._delivered_firing(uuid, text);
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the
