@@ -43,6 +43,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_column constant text := CASE p_table WHEN 'trigger_firing' THEN 'recorded_at' ELSE 'created_at' END;
+    v_name constant text := p_partition::text;  -- (once dropped, a regclass prints as its number)
     v_estimate constant real := (SELECT c.reltuples FROM pg_class c WHERE c.oid = p_partition);
     v_rows bigint;
     v_estimated boolean := v_estimate >= 100000;
@@ -73,7 +74,7 @@ BEGIN
             EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT', p_partition);
         EXCEPTION WHEN lock_not_available THEN
             -- Somebody reads the month: next time.
-            RETURN jsonb_build_object('table', p_table, 'partition', p_partition::text, 'from', p_lo, 'to', p_hi,
+            RETURN jsonb_build_object('table', p_table, 'partition', v_name, 'from', p_lo, 'to', p_hi,
                                       'rows', 0, 'estimated', false, 'delivery_keys', v_keys, 'busy', true,
                                       'dropped', false);
         END;
@@ -82,7 +83,7 @@ BEGIN
         END IF;
         v_dropped := flowforge._history_partition_drop(p_partition);
     END IF;
-    RETURN jsonb_build_object('table', p_table, 'partition', p_partition::text, 'from', p_lo, 'to', p_hi,
+    RETURN jsonb_build_object('table', p_table, 'partition', v_name, 'from', p_lo, 'to', p_hi,
                               'rows', v_rows, 'estimated', v_estimated, 'delivery_keys', v_keys, 'busy', false,
                               'dropped', v_dropped);
 END;
