@@ -48,7 +48,6 @@ DECLARE
     v_rows bigint;
     v_estimated boolean := v_estimate >= 100000;
     v_keys bigint := 0;
-    v_dropped boolean := false;
 BEGIN
     IF v_estimated THEN
         v_rows := v_estimate::bigint;
@@ -81,18 +80,16 @@ BEGIN
         IF pg_relation_size(p_partition) > 0 THEN
             EXECUTE format('TRUNCATE %s', p_partition);
         END IF;
-        v_dropped := flowforge._history_partition_drop(p_partition);
     END IF;
     RETURN jsonb_build_object('table', p_table, 'partition', v_name, 'from', p_lo, 'to', p_hi,
                               'rows', v_rows, 'estimated', v_estimated, 'delivery_keys', v_keys, 'busy', false,
-                              'dropped', v_dropped);
+                              'dropped', false);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._purge_partition(text, regclass, timestamptz, timestamptz, boolean) IS
   'Internal (purge): counts month partition p_partition [p_lo, p_hi) of history table p_table and, unless p_dry_run, '
-  'empties it (TRUNCATE, its lock NOWAIT: "busy" when taken) and drops it (_history_partition_drop: "dropped" false '
-  'when its parent was busy, tried again by the next purge); a firing month''s delivery keys go first. Returns '
-  '{table, partition, from, to, rows, estimated, delivery_keys, busy, dropped}.';
+  'empties it (TRUNCATE, its lock NOWAIT: "busy" when taken; _purge drops it last); a firing month''s delivery keys '
+  'go first. Returns {table, partition, from, to, rows, estimated, delivery_keys, busy, dropped: false}.';
 
 CREATE OR REPLACE FUNCTION flowforge._purge(p_orgs uuid[], p_runs_before timestamptz, p_firings_before timestamptz,
                                             p_audit_before timestamptz, p_batch integer, p_whole_months boolean,
@@ -116,7 +113,11 @@ DECLARE
     v_partitions jsonb := '[]';
     v_more boolean := false;
     v_oldest timestamptz;
+    v_kept timestamptz;
     v_horizon timestamptz;
+    v_emptied text[] := '{}';
+    v_dropped text[] := '{}';
+    v_name text;
     v_skip tstzmultirange;
     v_part record;
     v_done jsonb;
@@ -202,19 +203,30 @@ BEGIN
             GET DIAGNOSTICS v_n = ROW_COUNT; v_removed := flowforge._purge_add(v_removed, 'engine_run', v_n);
         END IF;
 
-        -- The months of events that go whole: older than the cutoff and than the oldest run still in the
-        -- directory, of any organization (an event is never older than its run), so they hold only the events
-        -- of runs purged by now. Their rows are not deleted one by one here; the month is truncated below.
+        -- The months of events that will go whole: older than the cutoff and than the oldest run this purge
+        -- keeps — live (engine_run_live_created), or ended after the cutoff (engine_run_ended_created,
+        -- index-only), of any organization; an event is never older than its run. The purged runs' events in
+        -- them are left to the month's TRUNCATE (below, once no run created before its end is left: in this
+        -- call or a later one) instead of being deleted one by one.
         IF p_whole_months THEN
+            v_kept := (SELECT min(least(l.created_at, s.created_at))
+                       FROM flowforge.organization o
+                       LEFT JOIN LATERAL (SELECT e.created_at FROM flowforge.engine_run e
+                                          WHERE e.organization_id = o.id AND e.ended_at IS NULL
+                                          ORDER BY e.created_at LIMIT 1) l ON true
+                       LEFT JOIN LATERAL (SELECT e.created_at FROM flowforge.engine_run e
+                                          WHERE e.organization_id = o.id AND e.ended_at >= p_runs_before
+                                          ORDER BY e.created_at LIMIT 1) s ON true);
+            SELECT range_agg(tstzrange(p.lo, p.hi)) INTO v_skip
+            FROM flowforge._history_partitions('task_run_event') p
+            WHERE NOT p.is_default AND p.hi <= least(p_runs_before, coalesce(v_kept, 'infinity'));
+            -- And the months that go now: no run at all created before their end is left.
             v_oldest := (SELECT min(x.created_at)
                          FROM flowforge.organization o
                          CROSS JOIN LATERAL (SELECT e.created_at FROM flowforge.engine_run e
                                              WHERE e.organization_id = o.id
                                              ORDER BY e.created_at, e.id LIMIT 1) x);
             v_horizon := least(p_runs_before, coalesce(v_oldest, 'infinity'));
-            SELECT range_agg(tstzrange(p.lo, p.hi)) INTO v_skip
-            FROM flowforge._history_partitions('task_run_event') p
-            WHERE NOT p.is_default AND p.hi <= v_horizon;
         END IF;
         IF v_runs IS NOT NULL THEN
             -- A DAG task's events by its task run (idx_event_taskrun_created); a run's own and its work items'
@@ -234,6 +246,9 @@ BEGIN
                 v_partitions := v_partitions || v_done;
                 v_removed := flowforge._purge_add(v_removed, 'task_run_event', (v_done ->> 'rows')::bigint);
                 v_more := v_more OR (v_done ->> 'busy')::boolean;
+                IF NOT p_dry_run AND NOT (v_done ->> 'busy')::boolean THEN
+                    v_emptied := v_emptied || (v_done ->> 'partition');
+                END IF;
             END LOOP;
         END IF;
     END IF;
@@ -248,6 +263,9 @@ BEGIN
                 v_removed := flowforge._purge_add(v_removed, 'trigger_firing', (v_done ->> 'rows')::bigint);
                 v_removed := flowforge._purge_add(v_removed, 'trigger_delivery', (v_done ->> 'delivery_keys')::bigint);
                 v_more := v_more OR (v_done ->> 'busy')::boolean;
+                IF NOT p_dry_run AND NOT (v_done ->> 'busy')::boolean THEN
+                    v_emptied := v_emptied || (v_done ->> 'partition');
+                END IF;
                 v_firing_months := coalesce(v_firing_months, '{}'::tstzmultirange) + tstzmultirange(tstzrange(v_part.lo, v_part.hi));
             END LOOP;
         END IF;
@@ -290,6 +308,9 @@ BEGIN
                 v_partitions := v_partitions || v_done;
                 v_removed := flowforge._purge_add(v_removed, 'audit_log', (v_done ->> 'rows')::bigint);
                 v_more := v_more OR (v_done ->> 'busy')::boolean;
+                IF NOT p_dry_run AND NOT (v_done ->> 'busy')::boolean THEN
+                    v_emptied := v_emptied || (v_done ->> 'partition');
+                END IF;
                 v_audit_months := coalesce(v_audit_months, '{}'::tstzmultirange) + tstzmultirange(tstzrange(v_part.lo, v_part.hi));
             END LOOP;
         END IF;
@@ -313,6 +334,22 @@ BEGIN
         SELECT count(*) INTO v_n FROM gone;
         v_removed := flowforge._purge_add(v_removed, 'audit_log', v_n);
         v_more := v_more OR v_n >= p_batch;
+    END IF;
+
+    -- ------------------------------------------------------------- the emptied months, dropped
+    -- Last, so the parents' ACCESS EXCLUSIVE lock (taken NOWAIT, never queued behind) is held only from
+    -- here to the commit; a busy parent leaves the empty partition to the next purge.
+    FOREACH v_name IN ARRAY v_emptied LOOP
+        IF flowforge._history_partition_drop(v_name::regclass) THEN
+            v_dropped := v_dropped || v_name;
+        ELSE
+            v_more := true;
+        END IF;
+    END LOOP;
+    IF cardinality(v_dropped) > 0 THEN
+        v_partitions := (SELECT jsonb_agg(CASE WHEN x ->> 'partition' = ANY (v_dropped)
+                                               THEN x || '{"dropped": true}' ELSE x END ORDER BY n)
+                         FROM jsonb_array_elements(v_partitions) WITH ORDINALITY AS a(x, n));
     END IF;
 
     RETURN jsonb_build_object(

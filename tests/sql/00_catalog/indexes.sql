@@ -7,7 +7,7 @@
 -- (docs/data-model.md), so every index carries the query it serves as its comment (0026).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(193);
+SELECT plan(202);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist. (A partitioned table's
 -- index, relkind I, is defined ON ONLY its table: each partition has its own, 0032.)
@@ -329,12 +329,16 @@ SELECT is(pg_temp.indexdef('trigger_delivery_recorded'),
     'CREATE INDEX trigger_delivery_recorded ON flowforge.trigger_delivery USING btree (organization_id, recorded_at)',
     'trigger_delivery_recorded: (organization_id, recorded_at) — purge: the delivery keys of a month, or past their retention');
 SELECT is(pg_temp.indexdef('engine_run_ended_created'),
-    'CREATE INDEX engine_run_ended_created ON flowforge.engine_run USING btree (organization_id, created_at) WHERE (ended_at IS NOT NULL)',
-    'engine_run_ended_created: (organization_id, created_at) partial on ended runs — purge''s runs, oldest created first (0033)');
+    'CREATE INDEX engine_run_ended_created ON flowforge.engine_run USING btree (organization_id, created_at) INCLUDE (ended_at) WHERE (ended_at IS NOT NULL)',
+    'engine_run_ended_created: (organization_id, created_at) INCLUDE (ended_at) partial on ended runs — purge''s runs, '
+    'oldest created first, and the oldest kept (0033)');
+SELECT is(pg_temp.indexdef('engine_run_live_created'),
+    'CREATE INDEX engine_run_live_created ON flowforge.engine_run USING btree (organization_id, created_at) WHERE (ended_at IS NULL)',
+    'engine_run_live_created: (organization_id, created_at) partial on live runs — the oldest live run, for purge (0033)');
 SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-           WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relname = 'engine_run_ended_created'
-             AND i.indisvalid AND i.indisready), 1,
-          'the index 0033 builds CONCURRENTLY is valid and ready');
+           WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relname IN ('engine_run_ended_created', 'engine_run_live_created')
+             AND i.indisvalid AND i.indisready), 2,
+          'the two indexes 0033 builds CONCURRENTLY are valid and ready');
 -- Each partition has each of its parent's indexes, attached to it, named after it with the partition's suffix
 -- (EXPLAIN names them: idx_event_taskrun_created_p202612), and commented like it.
 SELECT is_empty(
@@ -391,7 +395,7 @@ SELECT indexes_are('flowforge', 'server_secret', ARRAY['server_secret_pkey']);
 SELECT indexes_are('flowforge', 'setting', ARRAY['setting_pkey']);
 SELECT indexes_are('flowforge', 'engine_run', ARRAY[
     'engine_run_pkey', 'engine_run_tenant_run_uq', 'engine_run_tenant_created', 'engine_run_run_idx',
-    'engine_run_definition_recent', 'engine_run_triggered_by', 'engine_run_ended_created']);
+    'engine_run_definition_recent', 'engine_run_triggered_by', 'engine_run_ended_created', 'engine_run_live_created']);
 SELECT indexes_are('flowforge', 'work_item', ARRAY[
     'work_item_pkey', 'work_item_status_priority_idx', 'work_item_ready_by_name_idx', 'work_item_lease_idx',
     'work_item_run_idx', 'work_item_parent_idx', 'work_item_task_idx', 'work_item_checkpoint_item_idx',
@@ -725,6 +729,48 @@ SELECT matches(pg_temp.plan_of($$
     SELECT kind FROM flowforge.task_run_event WHERE work_item_id = '00000000-0000-0000-0000-000000000000'
     ORDER BY created_at$$),
     '^(?!.*Sort\n).*Index Scan using idx_event_work_item', 'a work item''s events read idx_event_work_item, no sort');
+
+-- purge's reads (0032/0033): its runs in creation order, the oldest it keeps (live; ended after the cutoff,
+-- index-only), their events by task run and by run, firings and audit rows past their retention.
+SELECT matches(pg_temp.plan_of($$
+    SELECT e.run_id FROM flowforge.engine_run e
+    WHERE e.organization_id = '00000000-0000-0000-0000-000000000001' AND e.ended_at < now() - interval '30 days'
+      AND e.created_at < now() - interval '30 days'
+    ORDER BY e.created_at LIMIT 1000$$),
+    '^(?!.*Sort\n).*Index Scan using engine_run_ended_created', 'purge''s runs, oldest created first, read engine_run_ended_created, no sort');
+SELECT matches(pg_temp.plan_of($$
+    SELECT e.created_at FROM flowforge.engine_run e
+    WHERE e.organization_id = '00000000-0000-0000-0000-000000000001' AND e.ended_at IS NULL ORDER BY e.created_at LIMIT 1$$),
+    'Index (Only )?Scan using engine_run_live_created', 'the oldest live run is one step into engine_run_live_created');
+SELECT matches(pg_temp.plan_of($$
+    SELECT e.created_at FROM flowforge.engine_run e
+    WHERE e.organization_id = '00000000-0000-0000-0000-000000000001' AND e.ended_at >= now() - interval '30 days'
+    ORDER BY e.created_at LIMIT 1$$),
+    'Index Only Scan using engine_run_ended_created', 'the oldest run that ended after the cutoff: an index-only scan of engine_run_ended_created');
+SELECT matches(pg_temp.plan_of($$
+    SELECT f.id FROM flowforge.trigger_firing f
+    WHERE f.organization_id = '00000000-0000-0000-0000-000000000001' AND f.recorded_at < now() - interval '30 days'
+    ORDER BY f.recorded_at LIMIT 1000$$),
+    '^(?!.*Sort\n)(?!.*Seq Scan).*Index (Only )?Scan using trigger_firing_tenant_recorded',
+    'firings past their retention, oldest first, read trigger_firing_tenant_recorded');
+SELECT matches(pg_temp.plan_of($$
+    SELECT a.id FROM flowforge.audit_log a
+    WHERE a.organization_id = '00000000-0000-0000-0000-000000000001' AND a.created_at < now() - interval '30 days'
+    ORDER BY a.created_at LIMIT 1000$$),
+    '^(?!.*Sort\n)(?!.*Seq Scan).*Index Scan Backward using idx_audit_org_created',
+    'audit rows past their retention, oldest first, are a backward scan of idx_audit_org_created');
+SELECT matches(pg_temp.plan_of($$
+    DELETE FROM flowforge.task_run_event e WHERE e.task_run_id = ANY (ARRAY['00000000-0000-0000-0000-000000000000'::uuid])$$),
+    '^(?!.*Seq Scan).*Index Scan using idx_event_taskrun_created', 'purge deletes a task run''s events through idx_event_taskrun_created');
+SELECT matches(pg_temp.plan_of($$
+    DELETE FROM flowforge.task_run_event e
+    WHERE e.workflow_run_id = ANY (ARRAY['00000000-0000-0000-0000-000000000000'::uuid]) AND e.task_run_id IS NULL$$),
+    '^(?!.*Seq Scan).*Index Scan using idx_event_run_level', 'and a run''s own and its work items'' through idx_event_run_level');
+SELECT matches(pg_temp.plan_of($$
+    DELETE FROM flowforge.trigger_delivery k
+    WHERE k.organization_id = '00000000-0000-0000-0000-000000000001' AND k.recorded_at >= now() - interval '60 days'
+      AND k.recorded_at < now() - interval '30 days'$$),
+    'Index Scan using trigger_delivery_recorded', 'a month''s delivery keys read trigger_delivery_recorded');
 
 -- The inspection views' windows and sweeps (0027): the claims of the last
 -- minute, the work finished in the last day, the stuck graph and machine runs.
