@@ -7,8 +7,10 @@
 --
 -- tick() keeps the current month and the next three created (the
 -- 'partitions' duty, done by the daemon that serves the default
--- organization, or by any lone tick()); migrate and 0032 create the months
--- that already hold rows. Every partition gets, beside what PostgreSQL itself
+-- organization, or by any lone tick()), and drops the past months that are
+-- empty — purge empties an expired month by TRUNCATE — when their parent can
+-- be locked without waiting (the 'partitions_dropped' duty, last in tick);
+-- 0032 creates the months that already hold rows. Every partition gets, beside what PostgreSQL itself
 -- clones from the parent (the row trigger <table>_append_only, ENABLE ALWAYS;
 -- audit_log's foreign key): its parent's indexes under the parent index's
 -- name plus the partition's suffix (idx_event_taskrun_created_p202612), each
@@ -167,12 +169,15 @@ COMMENT ON FUNCTION flowforge._history_partitions_ahead(timestamptz, integer) IS
   '(and the DEFAULT partition) of every history table that lack one; {"created": n, "blocked": [partition (SQLSTATE)]} '
   '— a month the DEFAULT partition holds rows of, or whose locks were not granted in time, is skipped.';
 
--- Drops one partition that purge emptied, without waiting: ACCESS EXCLUSIVE
--- on the parent (a partition's drop changes the parent's partition
--- descriptor) is taken NOWAIT, so no insert ever queues behind the drop; a
--- busy parent leaves the empty partition for the next purge. Refuses a
--- partition that still holds a row (the append-only rule: only purge's
--- TRUNCATE empties one) and the DEFAULT partition.
+-- Drops one partition that purge emptied, without waiting for its lock:
+-- ACCESS EXCLUSIVE on the parent (a partition's drop changes the parent's
+-- partition descriptor) and on the DEFAULT partition is taken NOWAIT, so the
+-- drop never queues; once granted it is held until the transaction ends,
+-- and inserts into the table wait that long (the drop and the commit: the one
+-- moment retention makes anybody wait, once per month and table). A busy
+-- parent leaves the empty partition for the next tick. Refuses a partition
+-- that still holds a row (the append-only rule: only purge's TRUNCATE empties
+-- one) and the DEFAULT partition.
 CREATE OR REPLACE FUNCTION flowforge._history_partition_drop(p_partition regclass) RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -216,7 +221,36 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._history_partition_drop(regclass) IS
-  'Internal (purge): drops month partition p_partition of a history table once it is empty, taking ACCESS EXCLUSIVE '
-  'on it and its parent NOWAIT; false (nothing done) when either is busy. Errors: FF003 not a month partition of a '
-  'history table; FF011 it still holds rows.';
+  'Internal (tick''s partitions_dropped duty): drops month partition p_partition of a history table once it is empty, '
+  'taking ACCESS EXCLUSIVE on it, its parent and the DEFAULT partition NOWAIT; false (nothing done) when one is busy. '
+  'Errors: FF003 not a month partition of a history table; FF011 it still holds rows.';
 SELECT flowforge._rights('flowforge._history_partition_drop(regclass)', 'flowforge_owner', '{}');
+
+-- The 'partitions_dropped' duty: every past month of the history that is
+-- empty (purge truncated it, or it never held a row) is dropped, as long as
+-- its parent is free at that moment.
+CREATE OR REPLACE FUNCTION flowforge._history_partitions_drop_emptied(p_now timestamptz) RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_this_month constant timestamptz := date_trunc('month', p_now AT TIME ZONE 'UTC') AT TIME ZONE 'UTC';
+    v_part record;
+    v_dropped integer := 0;
+BEGIN
+    FOR v_part IN
+        SELECT p.partition FROM unnest(ARRAY['task_run_event', 'audit_log', 'trigger_firing']) t(name)
+        CROSS JOIN LATERAL flowforge._history_partitions(t.name) p
+        WHERE NOT p.is_default AND p.hi <= v_this_month AND pg_relation_size(p.partition) = 0
+        ORDER BY p.lo
+    LOOP
+        IF flowforge._history_partition_drop(v_part.partition) THEN
+            v_dropped := v_dropped + 1;
+        END IF;
+    END LOOP;
+    RETURN v_dropped;
+END;
+$$;
+COMMENT ON FUNCTION flowforge._history_partitions_drop_emptied(timestamptz) IS
+  'Internal (tick''s partitions_dropped duty): drops the empty month partitions of the history before the UTC month of '
+  'p_now whose locks are free now (_history_partition_drop, NOWAIT); how many it dropped.';

@@ -16,8 +16,9 @@
 -- in the directory, of every organization, so it holds only the history of
 -- runs already purged — is emptied by TRUNCATE (an ACCESS EXCLUSIVE lock on
 -- that partition alone, taken NOWAIT: nobody writes an old month, and a
--- reader of it makes purge try again later) instead of deleted row by row,
--- and then dropped when its parent can be locked without waiting. Only an
+-- reader of it makes purge try again later) instead of deleted row by row.
+-- Purge never locks a history table's parent; the empty partition is dropped
+-- later by tick's partitions_dropped duty (05_history_partitions.sql). Only an
 -- operator's purge takes whole months (they hold every organization's rows).
 --
 -- The append-only triggers let purge's DELETEs and TRUNCATEs through and
@@ -33,7 +34,7 @@ COMMENT ON FUNCTION flowforge._purge_add(jsonb, text, bigint) IS 'Internal: p_re
 
 -- One month partition, older than its cutoff: its rows counted (exactly
 -- while the statistics say it is small, else estimated), then — unless a dry
--- run — emptied and dropped. Counted through the parent (row-level security,
+-- run — emptied. Counted through the parent (row-level security,
 -- forced on the partition with no policy, shows nobody its rows directly).
 CREATE OR REPLACE FUNCTION flowforge._purge_partition(p_table text, p_partition regclass, p_lo timestamptz,
                                                       p_hi timestamptz, p_dry_run boolean)
@@ -43,7 +44,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_column constant text := CASE p_table WHEN 'trigger_firing' THEN 'recorded_at' ELSE 'created_at' END;
-    v_name constant text := p_partition::text;  -- (once dropped, a regclass prints as its number)
+    v_name constant text := p_partition::text;
     v_estimate constant real := (SELECT c.reltuples FROM pg_class c WHERE c.oid = p_partition);
     v_rows bigint;
     v_estimated boolean := v_estimate >= 100000;
@@ -75,7 +76,7 @@ BEGIN
             -- Somebody reads the month: next time.
             RETURN jsonb_build_object('table', p_table, 'partition', v_name, 'from', p_lo, 'to', p_hi,
                                       'rows', 0, 'estimated', false, 'delivery_keys', v_keys, 'busy', true,
-                                      'dropped', false);
+                                      'emptied', false);
         END;
         IF pg_relation_size(p_partition) > 0 THEN
             EXECUTE format('TRUNCATE %s', p_partition);
@@ -83,13 +84,14 @@ BEGIN
     END IF;
     RETURN jsonb_build_object('table', p_table, 'partition', v_name, 'from', p_lo, 'to', p_hi,
                               'rows', v_rows, 'estimated', v_estimated, 'delivery_keys', v_keys, 'busy', false,
-                              'dropped', false);
+                              'emptied', NOT p_dry_run);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._purge_partition(text, regclass, timestamptz, timestamptz, boolean) IS
   'Internal (purge): counts month partition p_partition [p_lo, p_hi) of history table p_table and, unless p_dry_run, '
-  'empties it (TRUNCATE, its lock NOWAIT: "busy" when taken; _purge drops it last); a firing month''s delivery keys '
-  'go first. Returns {table, partition, from, to, rows, estimated, delivery_keys, busy, dropped: false}.';
+  'empties it (TRUNCATE, its lock NOWAIT: "busy" when taken; tick''s partitions_dropped duty drops it later); a '
+  'firing month''s delivery keys go first. Returns {table, partition, from, to, rows, estimated, delivery_keys, busy, '
+  'emptied}.';
 
 CREATE OR REPLACE FUNCTION flowforge._purge(p_orgs uuid[], p_runs_before timestamptz, p_firings_before timestamptz,
                                             p_audit_before timestamptz, p_batch integer, p_whole_months boolean,
@@ -115,9 +117,6 @@ DECLARE
     v_oldest timestamptz;
     v_kept timestamptz;
     v_horizon timestamptz;
-    v_emptied text[] := '{}';
-    v_dropped text[] := '{}';
-    v_name text;
     v_skip tstzmultirange;
     v_part record;
     v_done jsonb;
@@ -246,9 +245,6 @@ BEGIN
                 v_partitions := v_partitions || v_done;
                 v_removed := flowforge._purge_add(v_removed, 'task_run_event', (v_done ->> 'rows')::bigint);
                 v_more := v_more OR (v_done ->> 'busy')::boolean;
-                IF NOT p_dry_run AND NOT (v_done ->> 'busy')::boolean THEN
-                    v_emptied := v_emptied || (v_done ->> 'partition');
-                END IF;
             END LOOP;
         END IF;
     END IF;
@@ -263,9 +259,6 @@ BEGIN
                 v_removed := flowforge._purge_add(v_removed, 'trigger_firing', (v_done ->> 'rows')::bigint);
                 v_removed := flowforge._purge_add(v_removed, 'trigger_delivery', (v_done ->> 'delivery_keys')::bigint);
                 v_more := v_more OR (v_done ->> 'busy')::boolean;
-                IF NOT p_dry_run AND NOT (v_done ->> 'busy')::boolean THEN
-                    v_emptied := v_emptied || (v_done ->> 'partition');
-                END IF;
                 v_firing_months := coalesce(v_firing_months, '{}'::tstzmultirange) + tstzmultirange(tstzrange(v_part.lo, v_part.hi));
             END LOOP;
         END IF;
@@ -308,9 +301,6 @@ BEGIN
                 v_partitions := v_partitions || v_done;
                 v_removed := flowforge._purge_add(v_removed, 'audit_log', (v_done ->> 'rows')::bigint);
                 v_more := v_more OR (v_done ->> 'busy')::boolean;
-                IF NOT p_dry_run AND NOT (v_done ->> 'busy')::boolean THEN
-                    v_emptied := v_emptied || (v_done ->> 'partition');
-                END IF;
                 v_audit_months := coalesce(v_audit_months, '{}'::tstzmultirange) + tstzmultirange(tstzrange(v_part.lo, v_part.hi));
             END LOOP;
         END IF;
@@ -336,22 +326,6 @@ BEGIN
         v_more := v_more OR v_n >= p_batch;
     END IF;
 
-    -- ------------------------------------------------------------- the emptied months, dropped
-    -- Last, so the parents' ACCESS EXCLUSIVE lock (taken NOWAIT, never queued behind) is held only from
-    -- here to the commit; a busy parent leaves the empty partition to the next purge.
-    FOREACH v_name IN ARRAY v_emptied LOOP
-        IF flowforge._history_partition_drop(v_name::regclass) THEN
-            v_dropped := v_dropped || v_name;
-        ELSE
-            v_more := true;
-        END IF;
-    END LOOP;
-    IF cardinality(v_dropped) > 0 THEN
-        v_partitions := (SELECT jsonb_agg(CASE WHEN x ->> 'partition' = ANY (v_dropped)
-                                               THEN x || '{"dropped": true}' ELSE x END ORDER BY n)
-                         FROM jsonb_array_elements(v_partitions) WITH ORDINALITY AS a(x, n));
-    END IF;
-
     RETURN jsonb_build_object(
         'dry_run', p_dry_run,
         'organizations', CASE WHEN p_orgs IS NULL THEN to_jsonb('all'::text) ELSE to_jsonb(p_orgs) END,
@@ -372,7 +346,7 @@ COMMENT ON FUNCTION flowforge._purge(uuid[], timestamptz, timestamptz, timestamp
   'p_batch runs that ended before p_runs_before with everything that is theirs, p_batch firings recorded before '
   'p_firings_before, p_batch audit rows before p_audit_before (each cutoff NULL: none) — and, with p_whole_months, the '
   'months of history entirely older than their cutoff (events: and than every run still in the directory) by '
-  'TRUNCATE and DROP instead of row by row. p_dry_run counts months without emptying them (the caller rolls the rest '
+  'TRUNCATE instead of row by row. p_dry_run counts months without emptying them (the caller rolls the rest '
   'back). Runs with flowforge.history_purge on, which the append-only triggers let through for flowforge_system. '
   'Returns the report purge() returns.';
 
@@ -434,11 +408,11 @@ COMMENT ON FUNCTION flowforge.purge(interval, boolean, integer) IS
   'Live work is never touched: a run counts once it ended, and one being retried or written to is skipped. Batched: '
   'at most batch_size runs, firings and audit rows per call; call again while the report says "more": true. The '
   'operator (superuser, member of flowforge_owner) purges every organization and empties whole months of history by '
-  'TRUNCATE and DROP when all their rows are older than the cutoff (events: and than every run still in the '
-  'directory); an organization''s owner purges its own rows, row by row. With dry_run (the default) nothing is '
+  'TRUNCATE when all their rows are older than the cutoff (events: and than every run still in the directory; tick '
+  'drops the empty month later); an organization''s owner purges its own rows, row by row. With dry_run (the default) nothing is '
   'removed and the report says what would be. Report: {dry_run, organizations ("all" or [id]), runs_ended_before, '
   'firings_before, audit_before, runs: {engine: n}, removed: {table: rows}, partitions: [{table, partition, from, '
-  'to, rows, estimated, delivery_keys, busy, dropped}], more}. A live purge writes an audit row (action purge). '
+  'to, rows, estimated, delivery_keys, busy, emptied}], more}. A live purge writes an audit row (action purge). '
   'Errors: FF003 older_than not 0..100 years, batch_size not 1..100000, dry_run NULL; FF007 an admin, member or '
   'viewer; FF011 never in practice (a month partition purge emptied still holding a row); FF007/FF008 as for every '
   'API call.';

@@ -38,9 +38,9 @@ BEGIN
     END IF;
     -- Each duty in its own subtransaction: one that fails (and says why) never
     -- keeps the others from running.
-    -- contains the errors of: flowforge._reap_task_leases, flowforge._reap_work_items, flowforge._dispatch_due, flowforge._sweep_agents, flowforge._fire_machine_timers, flowforge._fire_cron_triggers, flowforge._history_partitions_ahead, flowforge._purge_due
+    -- contains the errors of: flowforge._reap_task_leases, flowforge._reap_work_items, flowforge._dispatch_due, flowforge._sweep_agents, flowforge._fire_machine_timers, flowforge._fire_cron_triggers, flowforge._history_partitions_ahead, flowforge._purge_due, flowforge._history_partitions_drop_emptied
     FOREACH v_duty IN ARRAY ARRAY['reaped', 'reaped_items', 'dispatched', 'agents_inactive', 'timers_fired', 'cron_fired',
-                                  'partitions', 'purged'] LOOP
+                                  'partitions', 'purged', 'partitions_dropped'] LOOP
         BEGIN
             v_done := CASE v_duty
                           WHEN 'reaped' THEN flowforge._reap_task_leases(v_orgs, 1000, v_now)
@@ -53,6 +53,9 @@ BEGIN
                           WHEN 'partitions' THEN CASE WHEN v_global THEN
                               (flowforge._history_partitions_ahead(v_now) ->> 'created')::integer ELSE 0 END
                           WHEN 'purged' THEN CASE WHEN v_global THEN flowforge._purge_due(v_now) ELSE 0 END
+                          -- The very last: a drop's lock on its parent is held until tick commits.
+                          WHEN 'partitions_dropped' THEN CASE WHEN v_global THEN
+                              flowforge._history_partitions_drop_emptied(v_now) ELSE 0 END
                       END;
             v_counts := v_counts || jsonb_build_object(v_duty, v_done);
         EXCEPTION WHEN OTHERS THEN
@@ -74,7 +77,8 @@ COMMENT ON FUNCTION flowforge.tick(text) IS
   '"agents_inactive": n (agents whose heartbeat stopped; their affinity bindings released), "timers_fired": n '
   '(machine "after" timers that moved their machine), "cron_fired": n (cron slots fired, each one trigger_firing '
   'row), "partitions": n (history partitions created: this month and the next three), "purged": n (rows removed '
-  'by retention, when a setting.retention_* is set: one purge batch), "at": now}; the last two are the '
+  'by retention, when a setting.retention_* is set: one purge batch), "partitions_dropped": n (past months of '
+  'history left empty, dropped when their table''s lock was free), "at": now}; the last three are the '
   'installation''s, done by the daemon that serves the default organization (and by a lone tick()); a duty '
   'that failed counts 0 and its error is under "errors" (the others still ran). With engine_id (a daemon''s '
   'instance id) the duties are shared among live daemons by per-organization leases and this call does those of '

@@ -362,6 +362,7 @@ SELECT results_eq(
              ('flowforge._history_partition_drop(regclass)', 'flowforge_owner', '', true),
              ('flowforge._history_partitions(text)', 'flowforge_owner', '', false),
              ('flowforge._history_partitions_ahead(timestamp with time zone,integer)', 'flowforge_owner', '', false),
+             ('flowforge._history_partitions_drop_emptied(timestamp with time zone)', 'flowforge_owner', '', false),
              ('flowforge._purge(uuid[],timestamp with time zone,timestamp with time zone,timestamp with time zone,integer,boolean,boolean)', 'flowforge_owner', '', false),
              ('flowforge._purge_add(jsonb,text,bigint)', 'flowforge_owner', '', false),
              ('flowforge._purge_audit(uuid,jsonb)', 'flowforge_owner', '', false),

@@ -4,7 +4,8 @@
 -- done by the daemon that serves the default organization, or a lone tick();
 -- a row no month partition holds lands in the DEFAULT partition, so an insert
 -- never fails; a month the DEFAULT partition already holds rows of is left to
--- it (reported as blocked) rather than failing the duty. The clock is steered
+-- it (reported as blocked) rather than failing the duty; a past month left
+-- empty (purge truncates expired ones) is dropped. The clock is steered
 -- (tests/fixtures/clock.sql).
 BEGIN;
 SET LOCAL client_min_messages = warning;
@@ -31,8 +32,9 @@ SELECT results_eq(
 SELECT is((flowforge.tick() ->> 'partitions')::int, 0, 'the next tick() has nothing to make');
 
 SELECT flowforge_test.set_clock('2032-04-15 00:00:00+00') \gset
-SELECT is((flowforge.tick() ->> 'partitions')::int, 3, 'a month later: one more month per table (July)');
-SELECT is(pg_temp.months('audit_log'), '2032-03,2032-04,2032-05,2032-06,2032-07', 'audit_log reaches July');
+SELECT results_eq($$SELECT (t ->> 'partitions')::int, (t ->> 'partitions_dropped')::int FROM flowforge.tick() t$$,
+                  $$VALUES (3, 3)$$, 'a month later: one more month per table (July), and March, past and empty, dropped');
+SELECT is(pg_temp.months('audit_log'), '2032-04,2032-05,2032-06,2032-07', 'audit_log: April to July');
 
 -- Rows land where their time says.
 INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, created_at)
