@@ -108,7 +108,7 @@ RETURNS regclass
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
-SET lock_timeout = '2s'
+SET lock_timeout = '200ms'
 AS $$
 DECLARE
     v_parent constant regclass := ('flowforge.' || quote_ident(p_table))::regclass;

@@ -29,7 +29,7 @@ RETURNS regclass
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
-SET lock_timeout = '2s'
+SET lock_timeout = '200ms'
 AS $$
 DECLARE
     v_parent constant regclass := ('flowforge.' || quote_ident(p_table))::regclass;
@@ -96,7 +96,7 @@ COMMENT ON FUNCTION flowforge._history_partition_create(text, timestamptz) IS
   '(task_run_event, audit_log, trigger_firing) for the UTC month of p_month (p_month NULL: <p_table>_default, the '
   'DEFAULT partition): its indexes named after the parent''s with the suffix and commented like them, the TRUNCATE '
   'trigger (ENABLE ALWAYS), forced row-level security, TRUNCATE for flowforge_system. Returns the partition; an '
-  'existing one is returned unchanged. lock_timeout 2 s. Errors: FF003 not a partitioned history table; 23514 the '
+  'existing one is returned unchanged. lock_timeout 200 ms (tick tries again). Errors: FF003 not a partitioned history table; 23514 the '
   'DEFAULT partition holds rows of that month; 55P03 a lock not granted in time.';
 SELECT flowforge._rights('flowforge._history_partition_create(text,timestamptz)', 'flowforge_owner', '{}');
 
