@@ -63,6 +63,9 @@ system-deps:
 	python3 -c 'import ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v rabbitmq-server >/dev/null || missing="$$missing rabbitmq-server"; \
 	command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || missing="$$missing pgbouncer"; \
+	command -v git >/dev/null || missing="$$missing git"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v curl >/dev/null || missing="$$missing curl"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 	    echo "missing system packages:$$missing"; \
