@@ -178,6 +178,17 @@ def checkpoint(dsn: str) -> None:
 
 # --- the workloads shared by several scripts -----------------------------------------
 
+def history_partitions(conn: psycopg.Connection, since_sql: str, until_sql: str) -> None:
+    """The history's month partitions (0032) of every UTC month in [since, until]: what tick() makes ahead on a live
+    installation, made here for history written into the past."""
+    conn.execute(f"""
+        SELECT flowforge._history_partition_create(t, m)
+        FROM unnest(ARRAY['task_run_event', 'audit_log', 'trigger_firing']) t,
+             generate_series(date_trunc('month', ({since_sql}) AT TIME ZONE 'UTC'),
+                             date_trunc('month', ({until_sql}) AT TIME ZONE 'UTC'), interval '1 month') g,
+             LATERAL (SELECT g AT TIME ZONE 'UTC' AS m) x""")
+
+
 SINGLE_SPEC = {"name": "single", "tasks": [{"key": "work"}]}
 
 

@@ -1,13 +1,19 @@
 -- Fill a FlowForge database with finished history, set-based, as the superuser.
 -- :runs workflow runs of workflow 'hist10' (10 independent tasks), all succeeded:
 -- runs x 10 task runs (succeeded, fencing token 1) and their events
--- (created, claimed, completed per task run; run_started, run_succeeded per run),
--- spread over the 30 days before now. Every constraint holds for these rows.
--- bench_history.py runs it in chunks, each in its own transaction.
+-- (created, claimed, completed per task run; run_started, run_succeeded per run:
+-- 32 events a run) and their directory rows (engine_run, ended: what purge
+-- goes by), spread over [:from, :until) (bench_history: the 30 days before
+-- now; bench_retention: whole calendar months). Every constraint holds for
+-- these rows. The scripts run it in chunks, each in its own transaction.
 
 CREATE TEMP TABLE hist_run  AS
-SELECT gen_random_uuid() AS id, now() - interval '30 days' + g * (interval '30 days' / :runs) AS t0
+SELECT gen_random_uuid() AS id, :from + (g - 1) * ((:until - :from - interval '2 seconds') / :runs) AS t0
 FROM generate_series(1, :runs) g;
+
+INSERT INTO flowforge.engine_run (organization_id, run_id, engine_kind, definition_id, ended_at, created_at, created_by)
+SELECT w.organization_id, h.id, 'dag', w.id, h.t0 + interval '2 seconds', h.t0, 'history'
+FROM hist_run h, (SELECT id, organization_id FROM flowforge.workflow WHERE name = 'hist10') w;
 
 INSERT INTO flowforge.workflow_run (id, organization_id, workflow_id, state, input, tasks_total, tasks_remaining,
                                     created_at, started_at, finished_at)

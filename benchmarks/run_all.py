@@ -35,6 +35,7 @@ SCRIPTS = [  # (key, file, what, rough share of the budget in seconds, full run)
     ("dag", "bench_dag.py", "diamond, fan-out 10/50/200 vs single-task runs", 110),
     ("latency", "bench_latency.py", "enqueue -> handler start, SDK vs raw LISTEN floor", 35),
     ("history", "bench_history.py", "claim+complete with 1M history rows vs empty", 330),
+    ("retention", "bench_retention.py", "claim+complete with 10M partitioned history rows vs empty; purging a month", 900),
     ("push", "bench_push.py", "outbox -> RabbitMQ via daemon vs raw pika", 30),
     ("peers", "bench_peers.py", "10k no-op drain: Procrastinate, PgQueuer, Graphile", 170),
     ("fanout", "bench_fanout.py", "map child vs lone work item, 1k and 10k elements", 90),

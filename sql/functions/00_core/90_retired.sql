@@ -48,6 +48,9 @@ DROP FUNCTION IF EXISTS flowforge.list_workflows();
 DROP FUNCTION IF EXISTS flowforge.list_triggers();
 DROP FUNCTION IF EXISTS flowforge.list_firings(text, text, integer);
 DROP FUNCTION IF EXISTS flowforge.list_agents();
+-- _delivered_firing(trigger, delivery) -> _delivered_firing(org, trigger, delivery): the delivery key moved to
+-- trigger_delivery, keyed per organization, when the firing log was partitioned by time (0032; issue 19).
+DROP FUNCTION IF EXISTS flowforge._delivered_firing(uuid, text);
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the

@@ -53,6 +53,12 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
+    -- The delivery key first: a second firing of one delivery fails here
+    -- (trigger_firing_delivery_uq), whichever partition its firing would land in.
+    IF p_trigger_id IS NOT NULL AND p_delivery_id IS NOT NULL THEN
+        INSERT INTO flowforge.trigger_delivery (organization_id, trigger_id, delivery_id, firing_id, recorded_at)
+        VALUES (p_org, p_trigger_id, p_delivery_id, p_id, p_now);
+    END IF;
     INSERT INTO flowforge.trigger_firing (id, organization_id, trigger_id, trigger_name, trigger_type, payload, action,
                                           definition_id, event, run_id, outcome, error, fired_on, recorded_at,
                                           delivery_id, created_by)
@@ -63,12 +69,12 @@ END;
 $$;
 COMMENT ON FUNCTION flowforge._record_firing(uuid, uuid, uuid, text, text, jsonb, text, uuid, text, uuid, text, text, timestamptz, text, timestamptz) IS
   'Internal: appends one trigger_firing row (the error cut to 2,000 characters, fired_on defaulting to now, ours in '
-  'recorded_at, created_by the actor).';
+  'recorded_at, created_by the actor) and, for a trigger''s delivery with an id, its trigger_delivery key.';
 
 -- The firing a delivery of a trigger already made, as fire_trigger answers a
 -- replay; NULL when the delivery is new. Concurrent deliveries of one id queue
 -- on the lock it takes (until the transaction ends), so only one of them acts.
-CREATE OR REPLACE FUNCTION flowforge._delivered_firing(p_trigger_id uuid, p_delivery_id text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION flowforge._delivered_firing(p_org uuid, p_trigger_id uuid, p_delivery_id text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -78,9 +84,12 @@ BEGIN
         RETURN NULL;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended(p_trigger_id::text || '/' || p_delivery_id, 0));
+    -- The delivery key, then its firing by its whole primary key (one partition).
     SELECT f.id, f.outcome, f.run_id, f.error INTO v_existing
-    FROM flowforge.trigger_firing f
-    WHERE f.trigger_id = p_trigger_id AND f.delivery_id = p_delivery_id;
+    FROM flowforge.trigger_delivery d
+    JOIN flowforge.trigger_firing f
+      ON f.organization_id = d.organization_id AND f.id = d.firing_id AND f.recorded_at = d.recorded_at
+    WHERE d.organization_id = p_org AND d.trigger_id = p_trigger_id AND d.delivery_id = p_delivery_id;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
@@ -88,10 +97,11 @@ BEGIN
                               'error', v_existing.error, 'duplicate', true);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._delivered_firing(uuid, text) IS
-  'Internal: {firing_id, outcome, run_id, error, duplicate: true} of the firing trigger p_trigger_id already made for '
-  'delivery p_delivery_id (trigger_firing_delivery_uq), NULL when there is none (or either is NULL); takes the '
-  'transaction-level advisory lock that serialises deliveries of one id.';
+COMMENT ON FUNCTION flowforge._delivered_firing(uuid, uuid, text) IS
+  'Internal: {firing_id, outcome, run_id, error, duplicate: true} of the firing trigger p_trigger_id of p_org already '
+  'made for delivery p_delivery_id (trigger_delivery''s key trigger_firing_delivery_uq, then the firing by its primary '
+  'key), NULL when there is none (or either is NULL); takes the transaction-level advisory lock that serialises '
+  'deliveries of one id.';
 
 CREATE OR REPLACE FUNCTION flowforge._fire_trigger(p_org uuid, p_trigger_id uuid, p_trigger_name text, p_payload jsonb,
                                                    p_fired_on timestamptz, p_delivery_id text, p_now timestamptz)
@@ -119,7 +129,7 @@ BEGIN
 
     -- A redelivery returns the first firing and does nothing.
     IF v_trigger.id IS NOT NULL THEN
-        v_replay := flowforge._delivered_firing(v_trigger.id, p_delivery_id);
+        v_replay := flowforge._delivered_firing(p_org, v_trigger.id, p_delivery_id);
         IF v_replay IS NOT NULL THEN
             RETURN v_replay;
         END IF;

@@ -65,7 +65,7 @@ BEGIN
         -- A delivery already recorded is answered as every replay is, whatever
         -- its body: one firing per delivery (a second row would break
         -- trigger_firing_delivery_uq).
-        v_firing := flowforge._delivered_firing(v_trigger.id, v_delivery_id);
+        v_firing := flowforge._delivered_firing(v_org, v_trigger.id, v_delivery_id);
         IF v_firing IS NOT NULL THEN
             RETURN jsonb_build_object('status', 202, 'firing', v_firing);
         END IF;

@@ -40,14 +40,18 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 SET flowforge.caller_org = ''
 AS $$
+DECLARE
+    -- The trigger's organization: its delivery keys are per organization (unknown trigger: none fired).
+    v_org constant uuid := (SELECT t.organization_id FROM flowforge.scheduled_trigger t WHERE t.id = feeder_unfired.trigger_id);
 BEGIN
     IF cardinality(feeder_unfired.delivery_ids) > 10000 THEN
         RAISE EXCEPTION 'at most 10000 delivery ids per call' USING ERRCODE = 'FF003', HINT = 'Ask in pages.';
     END IF;
     RETURN coalesce((SELECT array_agg(d.id ORDER BY d.n)
                      FROM unnest(feeder_unfired.delivery_ids) WITH ORDINALITY AS d(id, n)
-                     WHERE NOT EXISTS (SELECT 1 FROM flowforge.trigger_firing f
-                                       WHERE f.trigger_id = feeder_unfired.trigger_id AND f.delivery_id = d.id)),
+                     WHERE NOT EXISTS (SELECT 1 FROM flowforge.trigger_delivery k
+                                       WHERE k.organization_id = v_org AND k.trigger_id = feeder_unfired.trigger_id
+                                         AND k.delivery_id = d.id)),
                     '{}');
 END;
 $$;

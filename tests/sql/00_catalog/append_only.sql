@@ -3,10 +3,13 @@
 -- owner and a superuser included — while INSERT keeps working. So does the
 -- state-machine engine's history, machine_transition (migration 0017), and
 -- the triggers' firing log, trigger_firing (0022; its refusals are exercised
--- in tests/sql/60_triggers/fire.sql).
+-- in tests/sql/60_triggers/fire.sql). Since 0032 the three are partitioned by
+-- month: every partition, made by the migration or ahead by tick(), refuses
+-- too. purge's own path through the triggers is tested in
+-- tests/sql/70_maintenance/purge.sql.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(59);
+SELECT plan(82);
 
 -- This file runs as the superuser that ran the migrations; below, it also
 -- probes as whichever role owns the tables (the migrating role up to 0005,
@@ -48,13 +51,63 @@ SELECT results_eq(
 SELECT results_eq(
     $$SELECT tgname::text COLLATE "default", tgenabled::text COLLATE "default" FROM pg_trigger
       WHERE tgfoid = 'flowforge.refuse_history_change()'::regprocedure
+        AND tgrelid IN (SELECT c.oid FROM pg_class c WHERE c.relnamespace = 'flowforge'::regnamespace)
       ORDER BY 1$$,
     $$VALUES ('audit_log_append_only', 'A'), ('audit_log_no_truncate', 'A'),
              ('machine_transition_append_only', 'A'), ('machine_transition_no_truncate', 'A'),
              ('task_run_event_append_only', 'A'), ('task_run_event_no_truncate', 'A'),
              ('trigger_firing_append_only', 'A'), ('trigger_firing_no_truncate', 'A')$$,
-    'the append-only triggers are exactly these eight, each ENABLE ALWAYS'
+    'the append-only triggers of the flowforge tables are exactly these eight, each ENABLE ALWAYS'
 );
+
+-- ---------------------------------------------------------------------------
+-- The partitions (0032): task_run_event, audit_log and trigger_firing are
+-- partitioned by month, and TRUNCATE of one partition fires that partition's
+-- triggers only, so every partition — those made by the migration, and those
+-- tick() makes ahead (here: a steered clock in June 2031 makes June to
+-- September) — carries both triggers, ENABLE ALWAYS: the row trigger cloned
+-- from its parent, its own TRUNCATE trigger.
+-- ---------------------------------------------------------------------------
+SELECT is((SELECT count(*)::int FROM pg_inherits i WHERE i.inhparent = 'flowforge.task_run_event'::regclass
+             AND i.inhrelid::regclass::text LIKE 'flowforge_history.task_run_event_p2031%'), 0,
+          'no partition of 2031 before the clock gets there');
+SELECT flowforge_test.freeze_clock('2031-06-15 12:00:00+00') \gset
+-- (tick()'s duty itself, which would also drop this installation's empty past months, is tested in
+-- tests/sql/70_maintenance/history_partitions.sql.)
+SELECT is((flowforge._history_partitions_ahead(flowforge.now()) ->> 'created')::int, 12,
+          'tick()''s partitions duty in June 2031 makes the partitions of June to September, three tables');
+SELECT flowforge_test.freeze_clock(pg_catalog.now()) \gset
+CREATE TEMP TABLE history_partitions AS
+SELECT i.inhparent::regclass::text AS parent, c.oid::regclass AS part, c.relname::text AS name
+FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent IN ('flowforge.task_run_event'::regclass, 'flowforge.audit_log'::regclass, 'flowforge.trigger_firing'::regclass);
+SELECT is((SELECT count(*)::int FROM history_partitions WHERE name ~ '_p20310[6-9]$'), 12,
+          'the twelve partitions tick() made exist');
+SELECT is((SELECT count(*)::int FROM history_partitions WHERE name ~ '_default$'), 3, 'each table has its DEFAULT partition');
+SELECT is_empty(
+    $$SELECT p.name || ': ' || coalesce(string_agg(t.tgname || '/' || t.tgenabled::text || '/' || t.tgtype::text, ', ' ORDER BY t.tgname), 'none')
+      FROM history_partitions p
+      LEFT JOIN pg_trigger t ON t.tgrelid = p.part AND t.tgfoid = 'flowforge.refuse_history_change()'::regprocedure
+      GROUP BY p.name, p.parent
+      HAVING coalesce(string_agg(t.tgname || '/' || t.tgenabled::text || '/' || t.tgtype::text, ', ' ORDER BY t.tgname), '')
+             IS DISTINCT FROM format('%1$s_append_only/A/27, %1$s_no_truncate/A/34', split_part(p.parent, '.', 2))$$,
+    'every partition of every history table, existing and made ahead, has its row trigger (BEFORE UPDATE OR DELETE, '
+    'each row) and its TRUNCATE trigger (BEFORE, statement), both ENABLE ALWAYS');
+SELECT is_empty(
+    $$SELECT p.name FROM history_partitions p
+      JOIN pg_trigger t ON t.tgrelid = p.part AND t.tgname LIKE '%_append_only'
+      WHERE NOT EXISTS (SELECT 1 FROM pg_trigger pt WHERE pt.oid = t.tgparentid AND pt.tgrelid = p.parent::regclass)$$,
+    'each partition''s row trigger is its parent''s (a clone: dropping it alone is refused)');
+SELECT is_empty(
+    $$SELECT p.name FROM history_partitions p JOIN pg_class c ON c.oid = p.part
+      WHERE NOT (c.relrowsecurity AND c.relforcerowsecurity)
+         OR EXISTS (SELECT 1 FROM pg_policy pol WHERE pol.polrelid = p.part)$$,
+    'every partition has row-level security enabled and forced, with no policy: it shows nobody anything directly');
+SELECT is_empty(
+    $$SELECT p.name || ' ' || coalesce(c.relacl::text, '') FROM history_partitions p JOIN pg_class c ON c.oid = p.part
+      WHERE c.relacl IS DISTINCT FROM ARRAY[format('flowforge_owner=arwdDxt/flowforge_owner'),
+                                            format('flowforge_system=D/flowforge_owner')]::aclitem[]$$,
+    'every partition is the owner''s, and flowforge_system may only TRUNCATE it (purge)');
 
 -- ---------------------------------------------------------------------------
 -- INSERT still works
@@ -111,9 +164,10 @@ SELECT throws_ok($$UPDATE flowforge.task_run_event SET detail = '{}' WHERE id = 
                  'FF011', NULL, 'task_run_event: a single-row UPDATE is refused');
 SELECT throws_ok($$WITH gone AS (DELETE FROM flowforge.audit_log RETURNING id) SELECT count(*) FROM gone$$,
                  'FF011', NULL, 'audit_log: DELETE inside a CTE is refused');
-SELECT throws_ok($$INSERT INTO flowforge.audit_log (id, organization_id, actor, action, entity)
-                   SELECT id, organization_id, 'x', 'y', 'z' FROM flowforge.audit_log
-                   ON CONFLICT (id) DO UPDATE SET actor = 'rewritten'$$,
+-- (The key of a partitioned table includes its partition column: 0032.)
+SELECT throws_ok($$INSERT INTO flowforge.audit_log (id, organization_id, actor, action, entity, created_at)
+                   SELECT id, organization_id, 'x', 'y', 'z', created_at FROM flowforge.audit_log
+                   ON CONFLICT (organization_id, id, created_at) DO UPDATE SET actor = 'rewritten'$$,
                  'FF011', NULL, 'audit_log: INSERT ... ON CONFLICT DO UPDATE cannot rewrite a row');
 SELECT throws_ok($$TRUNCATE flowforge.organization CASCADE$$, 'FF011', NULL,
                  'TRUNCATE of organization CASCADE cannot empty the history tables');
@@ -205,6 +259,47 @@ SELECT is(pg_temp.as_role('ff_test_history_writer', $$UPDATE flowforge.task_run_
 SELECT is(pg_temp.as_role('ff_test_history_writer', $$TRUNCATE flowforge.audit_log$$), 'FF011',
           'non-owner with ALL privileges: TRUNCATE of audit_log is refused');
 SELECT is(current_user::text, session_user::text, 'back to the session role after the role probes');
+
+-- Straight at a partition (0032): its own triggers refuse, naming the table
+-- the rows belong to; its owner fares no better, nor does the setting purge's
+-- path needs (flowforge.history_purge) without purge's role.
+SELECT tableoid::regclass::text AS ev_part FROM flowforge.task_run_event WHERE kind = 'note' \gset
+SELECT tableoid::regclass::text AS au_part FROM flowforge.audit_log WHERE entity_id = 'w-1' \gset
+SELECT is(:'ev_part' LIKE 'flowforge_history.task_run_event_p%', true, 'the event is in a month partition of task_run_event');
+SELECT throws_ok(format('UPDATE %s SET kind = %L WHERE kind = %L', :'ev_part', 'claimed', 'note'), 'FF011',
+                 'UPDATE on flowforge.task_run_event is not allowed: the table is append-only',
+                 'UPDATE straight on a partition is refused, naming its table');
+SELECT throws_ok(format('DELETE FROM %s', :'ev_part'), 'FF011',
+                 'DELETE on flowforge.task_run_event is not allowed: the table is append-only',
+                 'DELETE straight from a partition is refused');
+SELECT throws_ok(format('TRUNCATE %s', :'ev_part'), 'FF011',
+                 'TRUNCATE on flowforge.task_run_event is not allowed: the table is append-only',
+                 'TRUNCATE of one partition of task_run_event is refused by the partition''s own trigger');
+SELECT throws_ok(format('TRUNCATE %s', :'au_part'), 'FF011',
+                 'TRUNCATE on flowforge.audit_log is not allowed: the table is append-only',
+                 'TRUNCATE of one partition of audit_log is refused');
+SELECT throws_ok($$TRUNCATE flowforge_history.trigger_firing_p203107$$, 'FF011',
+                 'TRUNCATE on flowforge.trigger_firing is not allowed: the table is append-only',
+                 'TRUNCATE of a partition tick() made ahead is refused');
+SELECT lives_ok($$INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, created_at)
+                  VALUES ('00000000-0000-0000-0000-000000000001', 'tester', 'far', 'future', '2040-01-01 00:00+00')$$,
+                'a row no month partition holds goes to the DEFAULT partition');
+SELECT is((SELECT tableoid::regclass::text FROM flowforge.audit_log WHERE action = 'far'), 'flowforge_history.audit_log_default',
+          'it is in the DEFAULT partition');
+SELECT throws_ok($$DELETE FROM flowforge_history.audit_log_default$$, 'FF011', NULL,
+                 'the DEFAULT partition refuses a DELETE too');
+SELECT is(pg_temp.as_role('flowforge_owner', format('TRUNCATE %s', :'ev_part')), 'FF011',
+          'as flowforge_owner (the partition''s owner): TRUNCATE of a partition is refused');
+SELECT is(pg_temp.as_role('flowforge_owner', format('DO $do$ BEGIN PERFORM set_config(''flowforge.history_purge'', ''on'', true); '
+                                                    'TRUNCATE %s; END $do$', :'au_part')),
+          'FF011', 'as flowforge_owner with flowforge.history_purge on: TRUNCATE still refused (only purge''s role passes)');
+SELECT throws_ok(format('DO $do$ BEGIN PERFORM set_config(''flowforge.history_purge'', ''on'', true); DELETE FROM %s; END $do$',
+                        :'ev_part'), 'FF011', NULL, 'as a superuser with flowforge.history_purge on: DELETE still refused');
+SELECT throws_ok(format('DO $do$ BEGIN SET LOCAL session_replication_role = replica; DELETE FROM %s; END $do$', :'au_part'),
+                 'FF011', NULL, 'session_replication_role = replica: DELETE straight from a partition is still refused');
+SET LOCAL session_replication_role = origin;
+SELECT is((SELECT count(*) FROM flowforge.audit_log), (SELECT audit + 1 FROM before), 'audit_log: still no row lost (one added)');
+SELECT is((SELECT count(*) FROM flowforge.task_run_event), (SELECT events FROM before), 'task_run_event: still no row lost');
 
 -- ---------------------------------------------------------------------------
 -- session_replication_role = replica skips ordinary triggers, so a superuser

@@ -17,7 +17,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(586);
+SELECT plan(601);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -538,17 +538,38 @@ SELECT is(pg_temp.refused(pg_temp.firing('refused', NULL, 'x', NULL, '')), '2351
           'trigger_firing_delivery_id_valid: an empty delivery id is refused');
 SELECT is(pg_temp.accepted('trigger_firing_delivery_id_valid', pg_temp.firing('refused', NULL, 'x', NULL, 'd')), 'accepted',
           'trigger_firing_delivery_id_valid: a one-character delivery id is accepted');
-SELECT is(pg_temp.refused(pg_temp.firing('refused', NULL, 'again', NULL, 'd-1', pg_temp.id('TW'))), '23505 trigger_firing_delivery_uq',
-          'trigger_firing_delivery_uq: a second firing of one delivery of one trigger (a redelivery, a cron slot twice)');
-SELECT is(pg_temp.accepted('trigger_firing_delivery_uq', pg_temp.firing('refused', NULL, 'other', NULL, 'd-1', pg_temp.id('TS'))), 'accepted',
-          'trigger_firing_delivery_uq: the same delivery id of another trigger is accepted');
-SELECT is(pg_temp.accepted('trigger_firing_delivery_uq', pg_temp.firing('refused', NULL, 'again', NULL, NULL, pg_temp.id('TW'))), 'accepted',
-          'trigger_firing_delivery_uq: another firing of the trigger without a delivery id is accepted');
+-- 0032: one firing per delivery is the key of trigger_delivery (the firing log is partitioned by time, so a
+-- unique index there would have to include recorded_at); _record_firing writes the key with its firing.
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.trigger_delivery (organization_id, trigger_id, delivery_id, firing_id, recorded_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('TW'), 'd-1', gen_random_uuid(), now())$$),
+          '23505 trigger_firing_delivery_uq',
+          'trigger_firing_delivery_uq: a second key of one delivery of one trigger (a redelivery, a cron slot twice)');
+SELECT is(pg_temp.probe($$SELECT flowforge._record_firing(gen_random_uuid(), flowforge.current_organization(), pg_temp.id('TW'),
+                                                          'ct-hook', 'webhook', '{}', NULL, NULL, NULL, NULL, 'refused',
+                                                          'again', now(), 'd-1', now() + interval '40 days')$$),
+          '23505 trigger_firing_delivery_uq',
+          'trigger_firing_delivery_uq: _record_firing of a delivery already fired is refused, 40 days later too (its firing '
+          'would land in another month''s partition; the key is not partitioned)');
 SELECT is(pg_temp.accepted('trigger_firing_delivery_uq',
-          $$INSERT INTO flowforge.trigger_firing (organization_id, trigger_name, outcome, error, delivery_id, fired_on, recorded_at, created_by)
-            SELECT flowforge.current_organization(), 'ct-none', 'refused', 'no trigger', 'd-2', now(), now(), 'test'
-            FROM generate_series(1, 2)$$), 'accepted',
-          'trigger_firing_delivery_uq: one delivery id twice for no trigger is accepted (a name that matched nothing has no key)');
+          $$INSERT INTO flowforge.trigger_delivery (organization_id, trigger_id, delivery_id, firing_id, recorded_at)
+            VALUES (flowforge.current_organization(), pg_temp.id('TS'), 'd-1', gen_random_uuid(), now())$$), 'accepted',
+          'trigger_firing_delivery_uq: the same delivery id of another trigger is accepted');
+SELECT is(pg_temp.accepted('trigger_firing_delivery_uq',
+          $$SELECT flowforge._record_firing(gen_random_uuid(), flowforge.current_organization(), pg_temp.id('TW'), 'ct-hook',
+                                            'webhook', '{}', NULL, NULL, NULL, NULL, 'refused', 'again', now(), NULL, now())$$),
+          'accepted', 'trigger_firing_delivery_uq: another firing of the trigger without a delivery id is accepted (it has no key)');
+SELECT is(pg_temp.probe($$SELECT flowforge._record_firing(gen_random_uuid(), flowforge.current_organization(), NULL, 'ct-none',
+                                                          NULL, '{}', NULL, NULL, NULL, NULL, 'refused', 'no trigger', now(),
+                                                          'd-2', now())
+                          FROM generate_series(1, 2)$$), 'accepted',
+          'one delivery id twice for no trigger is accepted (a name that matched nothing has no key)');
+SELECT is(pg_temp.refused($$INSERT INTO flowforge.trigger_delivery (organization_id, trigger_id, delivery_id, firing_id, recorded_at)
+                            VALUES (flowforge.current_organization(), pg_temp.id('TS'), '', gen_random_uuid(), now())$$),
+          '23514 trigger_delivery_id_valid', 'trigger_delivery_id_valid: an empty delivery id is refused');
+SELECT is(pg_temp.accepted('trigger_delivery_id_valid',
+          $$INSERT INTO flowforge.trigger_delivery (organization_id, trigger_id, delivery_id, firing_id, recorded_at)
+            VALUES (flowforge.current_organization(), pg_temp.id('TS'), 'x', gen_random_uuid(), now())$$), 'accepted',
+          'trigger_delivery_id_valid: a one-character delivery id is accepted');
 
 -- ===========================================================================
 -- workflow_run  (R running 4 tasks, S succeeded, T running)
@@ -1482,6 +1503,19 @@ SELECT is(pg_temp.accepted('setting_max_fanout_items_sane', $$UPDATE flowforge.s
           'accepted', 'setting_max_fanout_items_sane: 1 is accepted');
 SELECT is(pg_temp.accepted('setting_max_fanout_items_sane', $$UPDATE flowforge.setting SET max_fanout_items = 1000000$$),
           'accepted', 'setting_max_fanout_items_sane: 1,000,000 is accepted');
+-- 0032: retention (NULL keeps everything)
+SELECT is(pg_temp.refused(format($$UPDATE flowforge.setting SET %I = '59 minutes'$$, c)), '23514 setting_' || c || '_sane',
+          format('setting_%s_sane: under an hour is refused', c))
+FROM unnest(ARRAY['retention_runs', 'retention_firings', 'retention_audit']) c;
+SELECT is(pg_temp.refused(format($$UPDATE flowforge.setting SET %I = '101 years'$$, c)), '23514 setting_' || c || '_sane',
+          format('setting_%s_sane: over 100 years is refused', c))
+FROM unnest(ARRAY['retention_runs', 'retention_firings', 'retention_audit']) c;
+SELECT is(pg_temp.accepted('setting_' || c || '_sane', format($$UPDATE flowforge.setting SET %I = '1 hour'$$, c)), 'accepted',
+          format('setting_%s_sane: an hour is accepted', c))
+FROM unnest(ARRAY['retention_runs', 'retention_firings', 'retention_audit']) c;
+SELECT is(pg_temp.accepted('setting_' || c || '_sane', format($$UPDATE flowforge.setting SET %I = NULL$$, c)), 'accepted',
+          format('setting_%s_sane: NULL (keep forever) is accepted', c))
+FROM unnest(ARRAY['retention_runs', 'retention_firings', 'retention_audit']) c;
 
 -- ===========================================================================
 -- Coverage: every CHECK and UNIQUE constraint of the schema was seen to fire

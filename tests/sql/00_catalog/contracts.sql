@@ -8,12 +8,12 @@
 --
 -- And the history's column list lives in one function (_append_events) plus
 -- the measured fast paths named below; a new INSERT into task_run_event
--- anywhere else fails here.
+-- anywhere else fails here. History is deleted by _purge alone.
 --
 -- And no function's signature names a table's row type: the function would
 -- depend on the table, and a migration rollback (DROP TABLE) would fail on it.
 BEGIN;
-SELECT plan(5);
+SELECT plan(6);
 
 CREATE TEMP TABLE fn AS
 SELECT p.oid, p.proname::text AS name, p.oid::regprocedure::text AS signature, p.prosrc,
@@ -86,6 +86,15 @@ SELECT set_eq(
           'flowforge._dispatch_rows(uuid[],timestamp with time zone,boolean)',
           'flowforge._settle_run(uuid,integer,integer,timestamp with time zone)'],
     'history rows are built by _append_events and the measured fast paths only');
+
+-- And history rows leave through purge only (0032): the append-only triggers
+-- let a DELETE through for flowforge_system with flowforge.history_purge on,
+-- so no other function of flowforge_system's may delete from the history.
+SELECT set_eq(
+    $$SELECT f.signature FROM fn f
+      WHERE f.prosrc ~* '(DELETE\s+FROM|TRUNCATE)\s+flowforge\.(task_run_event|audit_log|trigger_firing|machine_transition)\M'$$,
+    ARRAY['flowforge._purge(uuid[],timestamp with time zone,timestamp with time zone,timestamp with time zone,integer,boolean,boolean)'],
+    'history rows are deleted by _purge only');
 
 -- Functions are re-applied after every migrate, but a rollback runs before
 -- they are dropped: a signature of type flowforge.task (or task[]) makes

@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(317);
+SELECT plan(326);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the eight group roles exist (0022 added flowforge_webhook, the
@@ -78,13 +78,13 @@ SELECT set_eq(
           'api_key_usage', 'organization', 'server_secret', 'setting',
           'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit',
           'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
-          'checkpoint', 'checkpoint_page', 'trigger_firing', 'trigger_secret',
+          'checkpoint', 'checkpoint_page', 'trigger_firing', 'trigger_secret', 'trigger_delivery',
           'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair'],
     'the tables covered below are all the flowforge tables (a new table needs its policies tested here)');
 
--- 35 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
+-- 36 tenant tables x 7 tests (0015 added the substrate's and the graph engine's nine, 0017 the
 -- state-machine engine's five, 0020 fan-out's checkpoint and checkpoint_page, 0022 trigger_firing,
--- 0028 flow control's flow_lane, flow_slot, flow_bucket and flow_fair;
+-- 0028 flow control's flow_lane, flow_slot, flow_bucket and flow_fair, 0032 trigger_delivery;
 -- trigger_secret, a tenant table without the read role's policy, follows below).
 SELECT policies_are('flowforge', t, ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
                     format('flowforge.%s has exactly the policies readonly_select, system_all, tenant_isolation', t))
@@ -93,7 +93,8 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
                   'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
-                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair',
+                  'trigger_delivery']) AS t;
 SELECT policy_roles_are('flowforge', t, 'tenant_isolation', ARRAY['flowforge_owner'],
                         format('flowforge.%s tenant_isolation applies to flowforge_owner only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
@@ -101,7 +102,8 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
                   'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
-                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair',
+                  'trigger_delivery']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'tenant_isolation', 'ALL',
                      format('flowforge.%s tenant_isolation is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
@@ -109,7 +111,8 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
                   'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
-                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair',
+                  'trigger_delivery']) AS t;
 SELECT policy_roles_are('flowforge', t, 'system_all', ARRAY['flowforge_system'],
                         format('flowforge.%s system_all applies to flowforge_system only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
@@ -117,14 +120,16 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
                   'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
-                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair',
+                  'trigger_delivery']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'system_all', 'ALL', format('flowforge.%s system_all is FOR ALL', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
                   'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
-                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair',
+                  'trigger_delivery']) AS t;
 SELECT policy_roles_are('flowforge', t, 'readonly_select', ARRAY['flowforge_readonly'],
                         format('flowforge.%s readonly_select applies to flowforge_readonly only', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
@@ -132,14 +137,16 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
                   'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
-                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair',
+                  'trigger_delivery']) AS t;
 SELECT policy_cmd_is('flowforge', t, 'readonly_select', 'SELECT', format('flowforge.%s readonly_select is FOR SELECT', t))
 FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'task_dependency', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue',
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
                   'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_firing',
-                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair']) AS t;
+                  'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair',
+                  'trigger_delivery']) AS t;
 
 -- organization: the tenant API may only read its own organization row.
 SELECT policies_are('flowforge', 'organization', ARRAY['readonly_select', 'system_all', 'tenant_isolation'],
@@ -270,7 +277,9 @@ SELECT is_empty(
         AND p.oid::regprocedure::text NOT IN (
             'flowforge._caller()', 'flowforge._caller_organization()', 'flowforge.schema_version()',
             'flowforge.add_member(text,name,text)', 'flowforge.remove_member(text,name)',
-            'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)', 'flowforge.authenticate(text)')
+            'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)', 'flowforge.authenticate(text)',
+            -- purge: the operator for every organization, an owner its own (it checks which).
+            'flowforge.purge(interval,boolean,integer)')
         AND NOT (r.rolname = 'flowforge_readonly' AND p.oid::regprocedure::text = 'flowforge.list_engines()')
         AND NOT (r.rolname = 'flowforge_webhook'
                  AND p.oid::regprocedure::text = 'flowforge.receive_webhook(text,text,bytea,text,text)')
@@ -338,6 +347,46 @@ SELECT results_eq(
              ('flowforge.uuid7()', 'flowforge_owner',
               'flowforge_app,flowforge_daemon,flowforge_gateway,flowforge_readonly,flowforge_worker')$$,
     'the substrate''s functions: owner and callers (workers claim and report, apps drain agents, the daemon ticks)');
+
+-- Retention and the history's partitions (0032): purge is the API — owned
+-- by flowforge_system (it reaches every organization for the operator) and
+-- callable by apps and the gateway, whose owners purge their own organization
+-- (it checks); the partition maker and dropper are the tables' owner's
+-- definer functions (DDL on flowforge_owner's tables), callable by nobody;
+-- the rest internal. Only _purge turns purge's path through the append-only
+-- triggers on (its SET clause); purge and tick pin it off on entry.
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", pg_get_userbyid(p.proowner)::text COLLATE "default",
+             array_to_string(ARRAY(SELECT r.rolname::text FROM pg_roles r
+                                   WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                                                       'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook')
+                                     AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                                   ORDER BY r.rolname), ',') COLLATE "default",
+             p.prosecdef
+      FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND p.proname ~ '^(_?purge|_history_)'
+      ORDER BY 1$$,
+    $$VALUES ('flowforge._history_partition_create(text,timestamp with time zone)', 'flowforge_owner', '', true),
+             ('flowforge._history_partition_drop(regclass)', 'flowforge_owner', '', true),
+             ('flowforge._history_partitions(text)', 'flowforge_owner', '', false),
+             ('flowforge._history_partitions_ahead(timestamp with time zone,integer)', 'flowforge_owner', '', false),
+             ('flowforge._history_partitions_drop_emptied(timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._purge(uuid[],timestamp with time zone,timestamp with time zone,timestamp with time zone,integer,boolean,boolean)', 'flowforge_owner', '', false),
+             ('flowforge._purge_add(jsonb,text,bigint)', 'flowforge_owner', '', false),
+             ('flowforge._purge_audit(uuid,jsonb)', 'flowforge_owner', '', false),
+             ('flowforge._purge_due(timestamp with time zone,integer)', 'flowforge_owner', '', false),
+             ('flowforge._purge_partition(text,regclass,timestamp with time zone,timestamp with time zone,boolean)', 'flowforge_owner', '', false),
+             ('flowforge.purge(interval,boolean,integer)', 'flowforge_system', 'flowforge_app,flowforge_gateway', true)$$,
+    'retention''s functions: owner and callers (purge for apps and the gateway, everything else for nobody)');
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", c COLLATE "default"
+      FROM pg_proc p CROSS JOIN LATERAL unnest(p.proconfig) c
+      WHERE p.pronamespace = 'flowforge'::regnamespace AND c LIKE 'flowforge.history_purge=%'
+      ORDER BY 1$$,
+    $$VALUES ('flowforge._purge(uuid[],timestamp with time zone,timestamp with time zone,timestamp with time zone,integer,boolean,boolean)', 'flowforge.history_purge=on'),
+             ('flowforge.purge(interval,boolean,integer)', 'flowforge.history_purge='),
+             ('flowforge.tick(text)', 'flowforge.history_purge=')$$,
+    'only _purge turns flowforge.history_purge on; purge() and tick() discard a value the caller set');
 
 -- The state-machine engine's functions (0017): send_event is the API (apps
 -- and the gateway send events; a worker only reports its action through
@@ -465,7 +514,7 @@ SELECT results_eq(
              ('flowforge._cron_slots(jsonb,timestamp with time zone,timestamp with time zone,text,text,text,integer)', 'flowforge_owner', '', false),
              ('flowforge._cron_step(integer[],integer[],integer[],integer[],integer[],boolean,boolean,boolean,boolean,timestamp with time zone)', 'flowforge_owner', '', false),
              ('flowforge._cron_transition(timestamp with time zone,timestamp with time zone)', 'flowforge_owner', '', false),
-             ('flowforge._delivered_firing(uuid,text)', 'flowforge_owner', '', false),
+             ('flowforge._delivered_firing(uuid,uuid,text)', 'flowforge_owner', '', false),
              ('flowforge._fire_cron_trigger(uuid,timestamp with time zone)', 'flowforge_owner', '', false),
              ('flowforge._fire_cron_triggers(uuid[],integer,timestamp with time zone)', 'flowforge_owner', '', false),
              ('flowforge._fire_trigger(uuid,uuid,text,jsonb,timestamp with time zone,text,timestamp with time zone)', 'flowforge_owner', '', false),

@@ -1,13 +1,14 @@
 -- Schema structure: the tables of the migrations (0015 adds the substrate
 -- every engine shares and the graph engine's tables, 0017 the state-machine
 -- engine's, 0020 fan-out's checkpoint and its element pages, 0022 the triggers' secrets and firing
--- log on seed 000's scheduled_trigger made the general trigger table), the views (0008, 0026), their exact columns,
+-- log on seed 000's scheduled_trigger made the general trigger table, 0032 the history partitioned by time and
+-- the firings' delivery keys), the views (0008, 0026), their exact columns,
 -- generated columns,
 -- key column types, tenancy columns, primary keys, every foreign key with its
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(737);
+SELECT plan(753);
 
 SELECT has_schema('flowforge');
 
@@ -19,9 +20,9 @@ SELECT tables_are('flowforge', ARRAY[
     'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine',
     'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
     'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
-    'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing',
+    'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing', 'trigger_delivery',
     'flow_lane', 'flow_slot', 'flow_bucket', 'flow_fair'
-], 'flowforge has exactly the thirty-nine tables of the migrations');
+], 'flowforge has exactly the forty tables of the migrations');
 
 -- ---------------------------------------------------------------------------
 -- Exact column lists (a column added or dropped without this test changing fails)
@@ -70,7 +71,11 @@ SELECT columns_are('flowforge', 'queue', ARRAY[
 SELECT columns_are('flowforge', 'api_key_usage', ARRAY['api_key_id', 'organization_id', 'last_used_at']);
 SELECT columns_are('flowforge', 'server_secret', ARRAY['singleton', 'gateway_key', 'created_at']);
 SELECT columns_are('flowforge', 'setting', ARRAY['singleton', 'max_payload_bytes', 'max_json_depth', 'agent_timeout',
-                                                'duty_lease', 'max_fanout_items']);
+                                                'duty_lease', 'max_fanout_items', 'retention_runs', 'retention_firings',
+                                                'retention_audit']);
+-- 0032: the delivery key of a firing (one firing per delivery, across the firing log's partitions).
+SELECT columns_are('flowforge', 'trigger_delivery', ARRAY['organization_id', 'trigger_id', 'delivery_id', 'firing_id',
+                                                         'recorded_at']);
 -- 0015: the substrate (seed 002's tables; kisai.common columns as created/updated/deleted _at/_by).
 SELECT columns_are('flowforge', 'engine_run', ARRAY[
     'id', 'organization_id', 'run_id', 'engine_kind', 'definition_id', 'parent_run_id', 'triggered_by',
@@ -273,6 +278,12 @@ SELECT col_type_is('flowforge', 'work_item', c, ty, format('work_item.%s is %s (
 FROM (VALUES ('checkpoint_id', 'uuid'), ('checkpoint_generation', 'integer'), ('item_index', 'integer')) AS x(c, ty);
 SELECT col_type_is('flowforge', 'task_run', 'fans_out', 'boolean', 'task_run.fans_out is boolean');
 SELECT col_type_is('flowforge', 'setting', 'max_fanout_items', 'integer', 'setting.max_fanout_items is integer');
+SELECT col_type_is('flowforge', 'setting', c, 'interval', format('setting.%s is interval (0032)', c))
+FROM unnest(ARRAY['retention_runs', 'retention_firings', 'retention_audit']) c;
+SELECT col_is_null('flowforge', 'setting', c, format('setting.%s is nullable: NULL keeps everything', c))
+FROM unnest(ARRAY['retention_runs', 'retention_firings', 'retention_audit']) c;
+SELECT col_type_is('flowforge', 'trigger_delivery', 'delivery_id', 'character varying(200)',
+                   'trigger_delivery.delivery_id is character varying(200), as trigger_firing.delivery_id');
 -- 0022: triggers. A trigger's name is a task key's size, its target an event name's (a workflow name fits).
 SELECT col_type_is('flowforge', 'scheduled_trigger', c, ty, format('scheduled_trigger.%s is %s', c, ty))
 FROM (VALUES ('name', 'character varying(63)'), ('target', 'character varying(200)'), ('cron', 'text'),
@@ -321,7 +332,7 @@ FROM unnest(ARRAY['membership', 'api_key', 'audit_log', 'workflow', 'task', 'tas
                   'api_key_usage', 'engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run',
                   'graph_step', 'graph_visit', 'graph_edge', 'machine_run', 'machine_transition', 'machine_event_queue',
                   'machine_event_seen', 'machine_timer', 'checkpoint', 'checkpoint_page', 'trigger_secret',
-                  'trigger_firing']) AS t;
+                  'trigger_firing', 'trigger_delivery']) AS t;
 -- Columns whose NULL would break an invariant the functions rely on.
 SELECT col_not_null('flowforge', 'task_run', 'fencing_token', 'task_run.fencing_token is NOT NULL');
 SELECT col_not_null('flowforge', 'task_run', 'state', 'task_run.state is NOT NULL');
@@ -407,7 +418,7 @@ FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflo
                   'task_run_event', 'queue', 'setting', 'api_key_usage', 'server_secret', 'engine_run', 'work_item',
                   'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
                   'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
-                  'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing']) AS t;
+                  'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing', 'trigger_delivery']) AS t;
 SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id']::name[],
                  'task_dependency is keyed by the edge (task_id, depends_on_task_id)');
 SELECT col_is_pk('flowforge', 'idempotency_key', ARRAY['organization_id', 'key']::name[],
@@ -435,7 +446,24 @@ SELECT col_is_pk('flowforge', 'checkpoint', 'id', 'checkpoint is keyed by id');
 SELECT col_is_pk('flowforge', 'checkpoint_page', ARRAY['checkpoint_id', 'page']::name[],
                  'checkpoint_page is keyed by (checkpoint_id, page): a child reads one page by key');
 SELECT col_is_pk('flowforge', 'trigger_secret', 'trigger_id', 'trigger_secret is keyed by its trigger: one key per webhook');
-SELECT col_is_pk('flowforge', 'trigger_firing', 'id', 'trigger_firing is keyed by id');
+-- 0032: the history is partitioned by time; a partitioned table's keys include its partition column, and
+-- organization_id (Citus: every key within a tenant).
+SELECT col_is_pk('flowforge', 'trigger_firing', ARRAY['organization_id', 'id', 'recorded_at']::name[],
+                 'trigger_firing is keyed by (organization_id, id, recorded_at): a firing by id within its tenant, its month');
+SELECT col_is_pk('flowforge', 'task_run_event', ARRAY['organization_id', 'created_at', 'id']::name[],
+                 'task_run_event is keyed by (organization_id, created_at, id): random ids, appended in time order');
+SELECT col_is_pk('flowforge', 'audit_log', ARRAY['organization_id', 'id', 'created_at']::name[],
+                 'audit_log is keyed by (organization_id, id, created_at)');
+SELECT col_is_pk('flowforge', 'trigger_delivery', ARRAY['organization_id', 'trigger_id', 'delivery_id']::name[],
+                 'trigger_delivery is keyed by (organization_id, trigger_id, delivery_id): one firing per delivery');
+SELECT results_eq(
+    $$SELECT c.relname::text COLLATE "default", pg_get_partkeydef(c.oid)
+      FROM pg_class c WHERE c.relnamespace = 'flowforge'::regnamespace AND c.relkind = 'p' ORDER BY 1$$,
+    $$VALUES ('audit_log', 'RANGE (created_at)'), ('task_run_event', 'RANGE (created_at)'),
+             ('trigger_firing', 'RANGE (recorded_at)')$$,
+    'the partitioned tables are exactly the three history tables, by range of their time (trigger_firing: ours, not the source''s)');
+SELECT is((SELECT conname::text FROM pg_constraint WHERE conrelid = 'flowforge.trigger_delivery'::regclass AND contype = 'p'),
+          'trigger_firing_delivery_uq', 'trigger_delivery''s key keeps the name of the constraint it carries on (0022)');
 
 -- ---------------------------------------------------------------------------
 -- Foreign keys: each one, then the full set with its delete rule
@@ -496,6 +524,7 @@ SELECT fk_ok('flowforge', 'work_item', 'checkpoint_id', 'flowforge', 'checkpoint
 -- 0022: a secret goes with its trigger's row; a firing names no row at all (it outlives its trigger and its run).
 SELECT fk_ok('flowforge', 'trigger_secret', 'trigger_id', 'flowforge', 'scheduled_trigger', 'id');
 SELECT hasnt_fk('flowforge', 'trigger_firing', 'trigger_firing has no foreign key (history outlives triggers and runs, like task_run_event)');
+SELECT hasnt_fk('flowforge', 'trigger_delivery', 'trigger_delivery has no foreign key (it goes with its firing; a foreign key to a partitioned table would keep a month from being dropped)');
 
 -- The exact set of foreign keys, with ON DELETE rule (c = CASCADE, r = RESTRICT)
 -- and deferrability. task_run_event and machine_transition deliberately have no

@@ -501,10 +501,11 @@ SELECT flowforge.start_run('fo_j', '{"n": [0, 1, 2]}') AS rj \gset
 SELECT pg_temp.tr(:'rj', 'm') AS rj_m \gset
 SELECT work_item_id AS j0, fencing_token AS j0_tok FROM flowforge_test.claim_child(:'rj', 'm', 0, 'fan-agent', '10 seconds') \gset
 SELECT flowforge_test.advance_clock('5 seconds') \gset
-SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "dispatched": 0, "reaped_items": 0, "timers_fired": 0, "agents_inactive": 0, "cron_fired": 0}'::jsonb,
+-- (The partitions duties count the history partitions made and dropped: the steered clock decides, not this test.)
+SELECT is(flowforge.tick() - 'at' - 'partitions' - 'partitions_dropped', '{"purged": 0, "reaped": 0, "dispatched": 0, "reaped_items": 0, "timers_fired": 0, "agents_inactive": 0, "cron_fired": 0}'::jsonb,
           'J: tick() within the child''s lease reaps nothing');
 SELECT flowforge_test.advance_clock('6 seconds') \gset
-SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "dispatched": 0, "reaped_items": 1, "timers_fired": 0, "agents_inactive": 0, "cron_fired": 0}'::jsonb,
+SELECT is(flowforge.tick() - 'at' - 'partitions' - 'partitions_dropped', '{"purged": 0, "reaped": 0, "dispatched": 0, "reaped_items": 1, "timers_fired": 0, "agents_inactive": 0, "cron_fired": 0}'::jsonb,
           'J: past the child''s lease, tick() reaps the child (reaped_items 1) and not the map task (reaped 0)');
 SELECT results_eq(
     format($$SELECT status::text, retry_count, fencing_token, lease_expires_at, next_attempt_at, error FROM flowforge.work_item WHERE id = %L$$, :'j0'),

@@ -141,10 +141,11 @@ SELECT results_eq(
     'a task a consumer had taken uses an attempt: ready after backoff, attempt 2');
 SELECT is((SELECT count(*)::int FROM flowforge.outbox_message WHERE task_run_id = :'b1'), 2,
     'not dispatched before its backoff has passed');
-SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "reaped_items": 0, "dispatched": 0, "agents_inactive": 0, "timers_fired": 0, "cron_fired": 0}'::jsonb,
+-- (The partitions duties count the history partitions made and dropped: the steered clock decides, not this test.)
+SELECT is(flowforge.tick() - 'at' - 'partitions' - 'partitions_dropped', '{"purged": 0, "reaped": 0, "reaped_items": 0, "dispatched": 0, "agents_inactive": 0, "timers_fired": 0, "cron_fired": 0}'::jsonb,
     'tick() before it is due: nothing');
 SELECT flowforge_test.advance_clock('1 second') \gset
-SELECT is(flowforge.tick() - 'at', '{"reaped": 0, "reaped_items": 0, "dispatched": 1, "agents_inactive": 0, "timers_fired": 0, "cron_fired": 0}'::jsonb,
+SELECT is(flowforge.tick() - 'at' - 'partitions' - 'partitions_dropped', '{"purged": 0, "reaped": 0, "reaped_items": 0, "dispatched": 1, "agents_inactive": 0, "timers_fired": 0, "cron_fired": 0}'::jsonb,
     'tick() once due: b is dispatched');
 SELECT results_eq(
     format($$SELECT fencing_token_snapshot, attempt_snapshot, (payload ->> 'attempt')::int
