@@ -105,7 +105,7 @@ SELECT throws_ok($$TRUNCATE flowforge.machine_transition$$, 'FF011',
 -- Sideways routes to the same rows.
 SELECT throws_ok($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
                    SELECT organization_id, run_id, n, cause, outcome, 'idle', created_at FROM flowforge.machine_transition
-                   ON CONFLICT (run_id, n) DO UPDATE SET to_state = 'rewritten'$$,
+                   ON CONFLICT ON CONSTRAINT machine_transition_pkey DO UPDATE SET to_state = 'rewritten'$$,
                  'FF011', NULL, 'machine_transition: INSERT ... ON CONFLICT DO UPDATE cannot rewrite an entry');
 SELECT throws_ok($$UPDATE flowforge.task_run_event SET detail = '{}' WHERE id = (SELECT min(id::text)::uuid FROM flowforge.task_run_event)$$,
                  'FF011', NULL, 'task_run_event: a single-row UPDATE is refused');
@@ -113,7 +113,7 @@ SELECT throws_ok($$WITH gone AS (DELETE FROM flowforge.audit_log RETURNING id) S
                  'FF011', NULL, 'audit_log: DELETE inside a CTE is refused');
 SELECT throws_ok($$INSERT INTO flowforge.audit_log (id, organization_id, actor, action, entity)
                    SELECT id, organization_id, 'x', 'y', 'z' FROM flowforge.audit_log
-                   ON CONFLICT (id) DO UPDATE SET actor = 'rewritten'$$,
+                   ON CONFLICT ON CONSTRAINT audit_log_pkey DO UPDATE SET actor = 'rewritten'$$,
                  'FF011', NULL, 'audit_log: INSERT ... ON CONFLICT DO UPDATE cannot rewrite a row');
 SELECT throws_ok($$TRUNCATE flowforge.organization CASCADE$$, 'FF011', NULL,
                  'TRUNCATE of organization CASCADE cannot empty the history tables');

@@ -402,7 +402,7 @@ SELECT throws_ok($$DELETE FROM flowforge.trigger_firing WHERE outcome = 'failed'
 SELECT throws_ok($$TRUNCATE flowforge.trigger_firing$$, 'FF011',
                  'TRUNCATE on flowforge.trigger_firing is not allowed: the table is append-only', 'TRUNCATE: FF011');
 SELECT throws_ok($$INSERT INTO flowforge.trigger_firing SELECT * FROM flowforge.trigger_firing LIMIT 1
-                   ON CONFLICT (id) DO UPDATE SET error = 'rewritten'$$, 'FF011', NULL,
+                   ON CONFLICT ON CONSTRAINT trigger_firing_pkey DO UPDATE SET error = 'rewritten'$$, 'FF011', NULL,
                  'INSERT ... ON CONFLICT DO UPDATE cannot rewrite a firing');
 SELECT throws_ok($$TRUNCATE flowforge.organization CASCADE$$, 'FF011', NULL, 'TRUNCATE of organization CASCADE cannot empty it');
 CREATE FUNCTION pg_temp.as_owner(p_sql text) RETURNS text LANGUAGE plpgsql AS $$
