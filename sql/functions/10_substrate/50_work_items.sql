@@ -38,7 +38,7 @@ BEGIN
            'pending', t.priority, p_now, t.max_attempts - 1, t.backoff, t.backoff_factor, t.max_backoff, t.timeout,
            p_affinity_key, CASE WHEN p_affinity_key IS NOT NULL THEN t.affinity_policy END, p_checkpoint_id,
            p_checkpoint_generation, p_item_index, p_now, flowforge._actor()
-    FROM flowforge.task t WHERE t.id = p_task_id
+    FROM flowforge.task t WHERE t.id = p_task_id AND t.organization_id = p_org
     RETURNING id INTO STRICT v_id;
     PERFORM flowforge._append_events(p_org, p_run_id, 'created', ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY['pending'],
                                      ARRAY[0::bigint], ARRAY[1],
@@ -156,7 +156,7 @@ BEGIN
     END IF;
     FOR v_pinned IN
         SELECT w.id, w.affinity_key, w.affinity_policy FROM flowforge.work_item w
-        WHERE w.id = ANY (v_ids) AND w.affinity_key IS NOT NULL
+        WHERE w.organization_id = v_org AND w.id = ANY (v_ids) AND w.affinity_key IS NOT NULL
     LOOP
         IF NOT flowforge._affinity_take(v_org, v_pinned.affinity_key, v_pinned.affinity_policy, claim_work.agent, v_now) THEN
             v_ids := array_remove(v_ids, v_pinned.id);
@@ -169,7 +169,7 @@ BEGIN
         SET status = 'dispatched', fencing_token = w.fencing_token + 1, agent_id = claim_work.agent,
             leased_by = claim_work.agent, dispatched_at = v_now,
             lease_expires_at = v_now + CASE WHEN w.timeout < claim_work.lease THEN w.timeout ELSE claim_work.lease END
-        WHERE w.id = ANY (v_ids)  -- locked by the pick above: still pending
+        WHERE w.organization_id = v_org AND w.id = ANY (v_ids)  -- locked by the pick above: still pending
         RETURNING w.id, w.organization_id, w.run_id, w.engine_kind, w.task_name, w.retry_count, w.fencing_token,
                   w.payload, w.lease_expires_at
     ), events AS (
