@@ -46,7 +46,8 @@ def tenant_tables(conn) -> set[str]:
 
 
 def unrouted_scans(plan: dict, tenants: set[str]) -> list[str]:
-    """Tables of ``tenants`` scanned in ``plan`` with no organization_id in their own or an enclosing join's condition."""
+    """Tables of ``tenants`` scanned in ``plan`` with no organization_id in its own or an enclosing join's
+    condition."""
     found: list[str] = []
 
     def walk(node: dict, inherited: str) -> None:

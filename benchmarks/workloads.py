@@ -44,7 +44,8 @@ SPECS = {
                         {"from": "review", "to": "publish"}, {"from": "publish", "to": "done"}]},
     "machine": {"name": "cap_machine", "kind": "statemachine", "initial": "awaiting_payment", "context": {"total": 100},
                 "states": {
-                    "awaiting_payment": {"on": {"paid": [{"target": "shipping", "guard": "$.event.amount >= $.context.total",
+                    "awaiting_payment": {"on": {"paid": [{"target": "shipping",
+                                                          "guard": "$.event.amount >= $.context.total",
                                                           "assign": {"paid_amount": "$.event.amount"}}],
                                                 "cancel": "cancelled"}},
                     "shipping": {"action": {"task": "ship", "queue": QUEUE}, "on_done": "delivered",
