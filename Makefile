@@ -108,3 +108,12 @@ clean:
 .PHONY: bench
 bench: services install
 	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
+
+# make soak    tests/py/test_soak.py for SOAK_SECONDS of chaos (default 300): daemons and
+#              workers of several organizations SIGKILLed, SIGSTOPped and restarted while runs
+#              of every engine kind flow; its figures go to soak-report.json
+SOAK_SECONDS ?= 300
+.PHONY: soak
+soak: services install
+	FF_SOAK_SECONDS=$(SOAK_SECONDS) FF_SOAK_REPORT=$(CURDIR)/soak-report.json \
+	    $(VENV)/bin/pytest -q -s -m soak tests/py/test_soak.py

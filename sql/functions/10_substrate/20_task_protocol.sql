@@ -44,12 +44,14 @@ CREATE OR REPLACE FUNCTION flowforge._lock_run_of(p_task_run_id uuid) RETURNS uu
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
+    v_org constant uuid := flowforge.current_organization();
     v_run_id uuid;
 BEGIN
     SELECT r.id INTO v_run_id
     FROM flowforge.workflow_run r
     WHERE r.id = (SELECT tr.workflow_run_id FROM flowforge.task_run tr
-                  WHERE tr.id = p_task_run_id AND tr.organization_id = flowforge.current_organization())
+                  WHERE tr.id = p_task_run_id AND tr.organization_id = v_org)
+      AND r.organization_id = v_org
     FOR NO KEY UPDATE OF r;
     RETURN v_run_id;
 END;
@@ -180,7 +182,7 @@ BEGIN
     -- Pin what is unpinned (one insert wins a race; the loser skips the task).
     FOR v_pinned IN
         SELECT tr.id, tr.affinity_key, tr.affinity_policy FROM flowforge.task_run tr
-        WHERE tr.id = ANY (v_ids) AND tr.affinity_key IS NOT NULL
+        WHERE tr.organization_id = v_org AND tr.id = ANY (v_ids) AND tr.affinity_key IS NOT NULL
     LOOP
         IF NOT flowforge._affinity_take(v_org, v_pinned.affinity_key, v_pinned.affinity_policy, claim.worker, v_now) THEN
             v_ids := array_remove(v_ids, v_pinned.id);
@@ -199,7 +201,7 @@ BEGIN
             lease_expires_at = v_now + CASE WHEN tr.timeout < claim.lease THEN tr.timeout ELSE claim.lease END,
             started_at = v_now,
             flow_token = CASE WHEN v_flow THEN tr.fencing_token + 1 END  -- this generation holds flow slots
-        WHERE tr.id = ANY (v_ids)  -- locked by the pick above: still ready
+        WHERE tr.organization_id = v_org AND tr.id = ANY (v_ids)  -- locked by the pick above: still ready
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
                   tr.fencing_token, tr.lease_expires_at
     ), events AS (
@@ -215,12 +217,14 @@ BEGIN
            -- a function call per claimed row costs more than the two lookups
            -- (claim_input_matches_task_input.sql keeps the two in step).
            jsonb_build_object(
-               'run', (SELECT r.input FROM flowforge.workflow_run r WHERE r.id = c.workflow_run_id),
+               'run', (SELECT r.input FROM flowforge.workflow_run r
+                       WHERE r.id = c.workflow_run_id AND r.organization_id = c.organization_id),
                'deps', coalesce((SELECT jsonb_object_agg(up.task_key, up.output)
                                  FROM flowforge.task_dependency td
                                  JOIN flowforge.task_run up
                                    ON up.workflow_run_id = c.workflow_run_id AND up.task_id = td.depends_on_task_id
-                                 WHERE td.task_id = c.task_id), '{}'::jsonb)),
+                                  AND up.organization_id = c.organization_id
+                                 WHERE td.task_id = c.task_id AND td.organization_id = c.organization_id), '{}'::jsonb)),
            c.lease_expires_at
     FROM claimed c;
 END;
@@ -299,6 +303,7 @@ BEGIN
         SELECT r.id FROM flowforge.workflow_run r
         WHERE r.id = (SELECT tr.workflow_run_id FROM flowforge.task_run tr
                       WHERE tr.id = complete.task_run_id AND tr.organization_id = v_org)
+          AND r.organization_id = v_org
         FOR NO KEY UPDATE
     ), done AS (
         UPDATE flowforge.task_run tr
@@ -366,7 +371,7 @@ BEGIN
       AND tr.state = 'running'
       AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
       AND tr.organization_id = v_org
-      AND t.id = tr.task_id
+      AND t.id = tr.task_id AND t.organization_id = v_org
     RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.state, tr.attempt, tr.ready_at INTO v_task;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_task_write(fail.task_run_id, fail.fencing_token, 'fail');

@@ -41,6 +41,7 @@ BEGIN
     PERFORM 1 FROM flowforge.workflow_run r
     WHERE r.id IN (SELECT tr.workflow_run_id FROM flowforge.task_run tr
                    WHERE tr.id = ANY (complete_many.task_run_ids) AND tr.organization_id = v_org)
+      AND r.organization_id = v_org
     ORDER BY r.id
     FOR NO KEY UPDATE;
 
@@ -73,8 +74,9 @@ BEGIN
     WITH decrement AS (
         SELECT tr.id, count(*)::integer AS n
         FROM unnest(v_done_runs, v_done_tasks) AS c(workflow_run_id, task_id)
-        JOIN flowforge.task_dependency td ON td.depends_on_task_id = c.task_id
+        JOIN flowforge.task_dependency td ON td.depends_on_task_id = c.task_id AND td.organization_id = v_org
         JOIN flowforge.task_run tr ON tr.workflow_run_id = c.workflow_run_id AND tr.task_id = td.task_id
+                                  AND tr.organization_id = v_org
         WHERE tr.state = 'pending'
         GROUP BY tr.id
     ), released AS (
@@ -83,7 +85,7 @@ BEGIN
             state = CASE WHEN tr.remaining_deps = d.n THEN 'ready' ELSE tr.state END,
             ready_at = CASE WHEN tr.remaining_deps = d.n THEN v_now ELSE tr.ready_at END
         FROM decrement d
-        WHERE tr.id = d.id
+        WHERE tr.organization_id = v_org AND tr.id = d.id
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.state, tr.fencing_token, tr.attempt
     ), events AS (
         INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,

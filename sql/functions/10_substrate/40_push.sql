@@ -48,9 +48,14 @@ BEGIN
         FROM flowforge.queue q
         WHERE tr.id = ANY (p_ids) AND tr.state = 'ready'
           AND q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
+        -- The default route (a STABLE function) is worked out below, not in RETURNING: Citus allows
+        -- only immutable functions there (docs/scale.md).
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
-                  tr.fencing_token, q.exchange,
-                  coalesce(q.routing_key, flowforge._push_route(tr.organization_id, tr.queue)) AS routing_key
+                  tr.fencing_token, tr.queue, q.exchange, q.routing_key
+    ), routed AS (
+        SELECT d.id, d.organization_id, d.workflow_run_id, d.task_id, d.task_key, d.attempt, d.fencing_token,
+               d.exchange, coalesce(d.routing_key, flowforge._push_route(d.organization_id, d.queue)) AS routing_key
+        FROM dispatched d
     ), written AS (
         INSERT INTO flowforge.outbox_message (organization_id, task_run_id, workflow_run_id, exchange, routing_key, payload,
                                               fencing_token_snapshot, attempt_snapshot, next_attempt_at, created_at)
@@ -60,7 +65,7 @@ BEGIN
                                   'organization_id', d.organization_id, 'database', current_database(),
                                   'input', flowforge._task_input(d.workflow_run_id, d.task_id)),
                d.fencing_token, d.attempt, p_now, p_now
-        FROM dispatched d
+        FROM routed d
         ON CONFLICT ON CONSTRAINT uniq_outbox_per_taskrun_generation DO NOTHING
         RETURNING task_run_id
     ), events AS (
@@ -68,7 +73,7 @@ BEGIN
                                               fencing_token, attempt, detail, created_at)
         SELECT d.organization_id, d.workflow_run_id, d.id, 'dispatched', 'ready', 'running', d.fencing_token, d.attempt,
                jsonb_build_object('exchange', d.exchange, 'routing_key', d.routing_key), p_now
-        FROM dispatched d
+        FROM routed d
         WHERE d.id IN (SELECT w.task_run_id FROM written w)
     )
     SELECT count(*) INTO v_written FROM written;

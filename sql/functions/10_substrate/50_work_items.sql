@@ -43,7 +43,7 @@ BEGIN
            CASE WHEN t.flow IS NOT NULL AND (p_checkpoint_id IS NOT NULL OR NOT coalesce(t.spec ? 'map', false))
                 THEN flowforge._flow_lane(p_org, t.flow, p_payload, p_now) END,
            p_now, flowforge._principal()
-    FROM flowforge.task t WHERE t.id = p_task_id
+    FROM flowforge.task t WHERE t.id = p_task_id AND t.organization_id = p_org
     RETURNING id INTO STRICT v_id;
     PERFORM flowforge._append_events(p_org, p_run_id, 'created', ARRAY[NULL::uuid], ARRAY[NULL::text], ARRAY['pending'],
                                      ARRAY[0::bigint], ARRAY[1],
@@ -168,7 +168,7 @@ BEGIN
     END IF;
     FOR v_pinned IN
         SELECT w.id, w.affinity_key, w.affinity_policy FROM flowforge.work_item w
-        WHERE w.id = ANY (v_ids) AND w.affinity_key IS NOT NULL
+        WHERE w.organization_id = v_org AND w.id = ANY (v_ids) AND w.affinity_key IS NOT NULL
     LOOP
         IF NOT flowforge._affinity_take(v_org, v_pinned.affinity_key, v_pinned.affinity_policy, claim_work.agent, v_now) THEN
             v_ids := array_remove(v_ids, v_pinned.id);
@@ -182,7 +182,7 @@ BEGIN
             leased_by = claim_work.agent, dispatched_at = v_now,
             lease_expires_at = v_now + CASE WHEN w.timeout < claim_work.lease THEN w.timeout ELSE claim_work.lease END,
             flow_token = CASE WHEN v_flow THEN w.fencing_token + 1 END  -- this generation holds flow slots
-        WHERE w.id = ANY (v_ids)  -- locked by the pick above: still pending
+        WHERE w.organization_id = v_org AND w.id = ANY (v_ids)  -- locked by the pick above: still pending
         RETURNING w.id, w.organization_id, w.run_id, w.engine_kind, w.task_name, w.retry_count, w.fencing_token,
                   w.payload, w.lease_expires_at
     ), events AS (

@@ -76,7 +76,8 @@ DECLARE
     v_tolerated bigint;
     v_checkpoint flowforge.checkpoint%ROWTYPE;
 BEGIN
-    SELECT t.key, t.spec -> 'map' AS map, t.workflow_id INTO STRICT v_node FROM flowforge.task t WHERE t.id = p_task_id;
+    SELECT t.key, t.spec -> 'map' AS map, t.workflow_id INTO STRICT v_node FROM flowforge.task t
+    WHERE t.id = p_task_id AND t.organization_id = p_org;
     v_map := v_node.map;
 
     SELECT * INTO v_checkpoint FROM flowforge.checkpoint c
@@ -88,7 +89,7 @@ BEGIN
         SET failed = 0, idx = c.succeeded, live = 0, cursor = 0, done = false, outcome = NULL, error = NULL,
             parent_task_run_id = p_parent_task_run_id, parent_work_item_id = p_parent_work_item_id,
             updated_at = p_now, updated_by = flowforge._principal()
-        WHERE c.id = v_checkpoint.id;
+        WHERE c.id = v_checkpoint.id AND c.organization_id = p_org;
         PERFORM flowforge._fanout_progress(v_checkpoint.id, p_now);
         RETURN NULL;
     END IF;
@@ -116,7 +117,7 @@ BEGIN
 
     IF v_checkpoint.id IS NOT NULL THEN
         -- A graph node entered again: the same row, a new generation, the new elements.
-        DELETE FROM flowforge.checkpoint_page p WHERE p.checkpoint_id = v_checkpoint.id;
+        DELETE FROM flowforge.checkpoint_page p WHERE p.checkpoint_id = v_checkpoint.id AND p.organization_id = p_org;
         UPDATE flowforge.checkpoint c
         SET generation = p_generation, parent_task_run_id = p_parent_task_run_id,
             parent_work_item_id = p_parent_work_item_id, iterator_type = v_map ->> 'mode', cursor = 0, idx = 0,
@@ -124,7 +125,7 @@ BEGIN
             max_concurrency = (v_map ->> 'max_concurrency')::integer, tolerated_failures = v_tolerated, done = false,
             outcome = NULL, child_input = flowforge._fanout_child_input(p_input, v_map ->> 'over'),
             output_by_reference = false, error = NULL, updated_at = p_now, updated_by = flowforge._principal()
-        WHERE c.id = v_checkpoint.id;
+        WHERE c.id = v_checkpoint.id AND c.organization_id = p_org;
     ELSE
         INSERT INTO flowforge.checkpoint (organization_id, run_id, node_name, definition_id, task_id, engine_kind,
                                           parent_task_run_id, parent_work_item_id, iterator_type, generation, total,

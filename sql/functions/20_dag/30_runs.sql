@@ -43,7 +43,7 @@ BEGIN
         FROM flowforge.task t
         CROSS JOIN LATERAL (SELECT flowforge._affinity_key(t.affinity, p_run_id, p_spec ->> 'name',
                                                             jsonb_build_object('run', p_input)) AS key) a
-        WHERE t.workflow_id = p_workflow_id
+        WHERE t.organization_id = p_org AND t.workflow_id = p_workflow_id
         RETURNING id, state
     )
     SELECT array_agg(c.id), array_agg(c.state::text) INTO v_ids, v_states FROM created c;
@@ -87,7 +87,7 @@ BEGIN
     WITH unfinished AS MATERIALIZED (
         SELECT tr.id, tr.state AS from_state
         FROM flowforge.task_run tr
-        WHERE tr.workflow_run_id = p_run_id AND tr.state IN ('pending', 'ready', 'running')
+        WHERE tr.organization_id = p_org AND tr.workflow_run_id = p_run_id AND tr.state IN ('pending', 'ready', 'running')
         FOR UPDATE
     ), cancelled AS (
         UPDATE flowforge.task_run tr
@@ -98,7 +98,7 @@ BEGIN
         SET state = 'cancelled', finished_at = greatest(p_now, tr.started_at), lease_expires_at = NULL,
             fencing_token = CASE WHEN u.from_state = 'running' THEN tr.fencing_token + 1 ELSE tr.fencing_token END
         FROM unfinished u
-        WHERE tr.id = u.id
+        WHERE tr.organization_id = p_org AND tr.id = u.id
         RETURNING tr.id, u.from_state, tr.fencing_token, tr.attempt
     )
     SELECT array_agg(c.id), array_agg(c.from_state::text), array_agg(c.fencing_token), array_agg(c.attempt)
@@ -116,7 +116,7 @@ BEGIN
 
     UPDATE flowforge.workflow_run r
     SET state = 'cancelled', finished_at = p_now, tasks_remaining = 0, reason = p_reason
-    WHERE r.id = p_run_id;
+    WHERE r.id = p_run_id AND r.organization_id = p_org;
     PERFORM flowforge._record_run_ended(p_org, p_run_id, p_now);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_cancelled', ARRAY[NULL::uuid], ARRAY[v_state],
         ARRAY['cancelled'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
@@ -158,11 +158,12 @@ BEGIN
         SELECT tr.id, tr.task_id, tr.state AS from_state,
                (SELECT count(*) FROM flowforge.task_dependency td
                 JOIN flowforge.task_run up ON up.workflow_run_id = tr.workflow_run_id AND up.task_id = td.depends_on_task_id
-                WHERE td.task_id = tr.task_id AND up.state <> 'succeeded')::integer AS waiting_on,
+                                          AND up.organization_id = p_org
+                WHERE td.organization_id = p_org AND td.task_id = tr.task_id AND up.state <> 'succeeded')::integer AS waiting_on,
                t.max_attempts AS budget
         FROM flowforge.task_run tr
-        JOIN flowforge.task t ON t.id = tr.task_id
-        WHERE tr.workflow_run_id = p_run_id AND tr.state IN ('failed', 'cancelled', 'skipped')
+        JOIN flowforge.task t ON t.id = tr.task_id AND t.organization_id = p_org
+        WHERE tr.organization_id = p_org AND tr.workflow_run_id = p_run_id AND tr.state IN ('failed', 'cancelled', 'skipped')
         FOR UPDATE OF tr
     ), reset AS (
         UPDATE flowforge.task_run tr
@@ -173,7 +174,7 @@ BEGIN
             max_attempts = tr.attempt + a.budget,
             finished_at = NULL, error = NULL, output = NULL
         FROM again a
-        WHERE tr.id = a.id
+        WHERE tr.organization_id = p_org AND tr.id = a.id
         RETURNING tr.id, a.from_state, tr.state, tr.fencing_token, tr.attempt
     )
     SELECT array_agg(r.id), array_agg(r.from_state::text), array_agg(r.state::text), array_agg(r.fencing_token),
@@ -188,7 +189,7 @@ BEGIN
     UPDATE flowforge.workflow_run r
     SET state = 'running', finished_at = NULL, tasks_remaining = coalesce(cardinality(v_ids), 0), tasks_failed = 0,
         reason = NULL
-    WHERE r.id = p_run_id;
+    WHERE r.id = p_run_id AND r.organization_id = p_org;
     PERFORM flowforge._record_run_reopened(p_org, p_run_id, p_now);
     PERFORM flowforge._append_events(p_org, p_run_id, 'run_retried', ARRAY[NULL::uuid], ARRAY[v_state],
         ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],

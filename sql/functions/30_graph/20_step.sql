@@ -40,8 +40,9 @@ DECLARE
     v_run record;
     v_item uuid;
 BEGIN
-    SELECT * INTO STRICT v_node FROM flowforge.task t WHERE t.id = p_node_id;
-    SELECT v.visits INTO v_visits FROM flowforge.graph_visit v WHERE v.run_id = p_run_id AND v.node = v_node.key;
+    SELECT * INTO STRICT v_node FROM flowforge.task t WHERE t.id = p_node_id AND t.organization_id = p_org;
+    SELECT v.visits INTO v_visits FROM flowforge.graph_visit v
+    WHERE v.organization_id = p_org AND v.run_id = p_run_id AND v.node = v_node.key;
     IF v_node.max_visits IS NOT NULL AND coalesce(v_visits, 0) >= v_node.max_visits THEN
         PERFORM flowforge._graph_finish(p_org, p_run_id, 'failed', 'max_visits',
             format('node "%s" would be entered a %sth time (max_visits %s)', v_node.key, v_visits + 1, v_node.max_visits),
@@ -51,7 +52,7 @@ BEGIN
     UPDATE flowforge.graph_run g SET steps = g.steps + 1, task = v_node.key, updated_at = p_now
     FROM flowforge.workflow w
     WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running' AND g.steps < g.max_steps
-      AND w.id = g.definition_id
+      AND w.id = g.definition_id AND w.organization_id = p_org
     RETURNING g.steps, g.state, w.name AS definition
     INTO v_run;
     IF NOT FOUND THEN
@@ -121,11 +122,12 @@ BEGIN
     END IF;
     v_doc := jsonb_build_object('output', coalesce(v_item.output, 'null'), 'state', v_state,
                                 'visits', (SELECT coalesce(jsonb_object_agg(v.node, v.visits), '{}')
-                                           FROM flowforge.graph_visit v WHERE v.run_id = p_run_id));
+                                           FROM flowforge.graph_visit v
+                                           WHERE v.organization_id = v_item.organization_id AND v.run_id = p_run_id));
     -- An edge whose predicate is unknown or cannot be evaluated is not taken.
     SELECT e.to_task_id INTO v_next
     FROM flowforge.graph_edge e
-    WHERE e.from_task_id = v_item.task_id
+    WHERE e.organization_id = v_item.organization_id AND e.from_task_id = v_item.task_id
       AND (e.condition IS NULL OR jsonb_path_match(v_doc, e.condition, silent => true) IS TRUE)
     ORDER BY e.position
     LIMIT 1;

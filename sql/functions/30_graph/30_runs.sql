@@ -19,7 +19,8 @@ BEGIN
         ARRAY[jsonb_build_object('workflow_id', p_workflow_id, 'actor', session_user::text, 'start', p_spec ->> 'start')],
         p_now);
     PERFORM flowforge._graph_enter(p_org, p_run_id,
-        (SELECT t.id FROM flowforge.task t WHERE t.workflow_id = p_workflow_id AND t.key = p_spec ->> 'start'), p_now);
+        (SELECT t.id FROM flowforge.task t
+         WHERE t.organization_id = p_org AND t.workflow_id = p_workflow_id AND t.key = p_spec ->> 'start'), p_now);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._graph_start_run(uuid, uuid, uuid, jsonb, jsonb, text, timestamptz, text) IS
@@ -45,7 +46,7 @@ BEGIN
         UPDATE flowforge.work_item w
         SET status = 'cancelled', completed_at = greatest(p_now, w.dispatched_at), lease_expires_at = NULL,
             fencing_token = CASE WHEN o.from_status = 'dispatched' THEN w.fencing_token + 1 ELSE w.fencing_token END
-        FROM open o WHERE w.id = o.id
+        FROM open o WHERE w.organization_id = p_org AND w.id = o.id
         RETURNING w.id, o.from_status, w.fencing_token, w.retry_count
     )
     SELECT array_agg(c.id), array_agg(c.from_status::text), array_agg(c.fencing_token), array_agg(c.retry_count + 1)
@@ -104,7 +105,7 @@ DECLARE
 BEGIN
     PERFORM flowforge._lock_run(p_org, p_run_id);
     SELECT g.status, g.reason, g.task, g.definition_id, g.state, w.name AS definition INTO v_run
-    FROM flowforge.graph_run g JOIN flowforge.workflow w ON w.id = g.definition_id
+    FROM flowforge.graph_run g JOIN flowforge.workflow w ON w.id = g.definition_id AND w.organization_id = g.organization_id
     WHERE g.organization_id = p_org AND g.run_id = p_run_id;
     IF NOT FOUND THEN
         PERFORM flowforge._run_not_found(p_run_id::text);
@@ -120,8 +121,10 @@ BEGIN
         RAISE EXCEPTION 'retry_run refused: graph run % stopped on its own bound (%)', p_run_id, v_run.reason
             USING ERRCODE = 'FF005', HINT = 'It would stop the same way; start a new run (with a changed definition).';
     END IF;
-    SELECT * INTO STRICT v_node FROM flowforge.task t WHERE t.workflow_id = v_run.definition_id AND t.key = v_run.task;
-    v_visit := (SELECT v.visits FROM flowforge.graph_visit v WHERE v.run_id = p_run_id AND v.node = v_node.key);
+    SELECT * INTO STRICT v_node FROM flowforge.task t
+    WHERE t.organization_id = p_org AND t.workflow_id = v_run.definition_id AND t.key = v_run.task;
+    v_visit := (SELECT v.visits FROM flowforge.graph_visit v
+                WHERE v.organization_id = p_org AND v.run_id = p_run_id AND v.node = v_node.key);
     UPDATE flowforge.graph_run g
     SET status = 'running', reason = NULL, error = NULL, finished_at = NULL, updated_at = p_now
     WHERE g.organization_id = p_org AND g.run_id = p_run_id;

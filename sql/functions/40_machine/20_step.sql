@@ -52,14 +52,14 @@ DECLARE
 BEGIN
     FOR v_queued IN
         SELECT q.seq, q.event, q.event_id, q.payload, q.received_at FROM flowforge.machine_event_queue q
-        WHERE q.run_id = p_run_id ORDER BY q.seq
+        WHERE q.organization_id = p_org AND q.run_id = p_run_id ORDER BY q.seq
     LOOP
         PERFORM flowforge._machine_record(p_org, p_run_id, 'event', 'refused', v_queued.event, v_queued.event_id,
             v_queued.payload, p_state, NULL,
             jsonb_build_object('reason', p_reason, 'queued', true, 'received_at', v_queued.received_at), p_now);
         v_count := v_count + 1;
     END LOOP;
-    DELETE FROM flowforge.machine_event_queue q WHERE q.run_id = p_run_id;
+    DELETE FROM flowforge.machine_event_queue q WHERE q.organization_id = p_org AND q.run_id = p_run_id;
     RETURN v_count;
 END;
 $$;
@@ -85,7 +85,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    DELETE FROM flowforge.machine_timer t WHERE t.run_id = p_run_id;
+    DELETE FROM flowforge.machine_timer t WHERE t.organization_id = p_org AND t.run_id = p_run_id;
     -- Entering a final state is already in the history; a stop is not.
     IF p_status <> 'succeeded' THEN
         PERFORM flowforge._machine_record(p_org, p_run_id, p_cause, 'stopped', NULL, NULL, NULL, v_state, NULL,
@@ -120,15 +120,17 @@ DECLARE
     v_payload jsonb;
     v_item uuid;
 BEGIN
-    DELETE FROM flowforge.machine_timer t WHERE t.run_id = p_run_id;
+    DELETE FROM flowforge.machine_timer t WHERE t.organization_id = p_org AND t.run_id = p_run_id;
     UPDATE flowforge.machine_run m
     SET state = p_target, context = p_context, transitions = m.transitions + 1, history_length = m.history_length + 1,
         updated_at = p_now
     FROM flowforge.machine_run old, flowforge.workflow w
-    WHERE m.organization_id = p_org AND m.run_id = p_run_id AND old.id = m.id AND w.id = m.definition_id
+    WHERE m.organization_id = p_org AND m.run_id = p_run_id AND old.id = m.id AND old.organization_id = p_org
+      AND w.id = m.definition_id AND w.organization_id = p_org
     RETURNING old.state AS from_state, m.transitions, m.history_length, m.definition_id, w.name AS definition
     INTO STRICT v_run;
-    SELECT * INTO STRICT v_node FROM flowforge.task t WHERE t.workflow_id = v_run.definition_id AND t.key = p_target;
+    SELECT * INTO STRICT v_node FROM flowforge.task t
+    WHERE t.organization_id = p_org AND t.workflow_id = v_run.definition_id AND t.key = p_target;
     PERFORM flowforge._machine_record(p_org, p_run_id, p_cause, 'entered', p_event, p_event_id, p_payload,
                                       CASE WHEN p_cause = 'start' THEN NULL ELSE v_run.from_state END, p_target,
                                       p_detail, p_now, v_run.history_length);
@@ -234,7 +236,7 @@ DECLARE
 BEGIN
     SELECT m.state, m.context, t.spec INTO STRICT v_run
     FROM flowforge.machine_run m
-    JOIN flowforge.task t ON t.workflow_id = m.definition_id AND t.key = m.state
+    JOIN flowforge.task t ON t.organization_id = m.organization_id AND t.workflow_id = m.definition_id AND t.key = m.state
     WHERE m.organization_id = p_org AND m.run_id = p_run_id;
     v_taken := flowforge._machine_accept(v_run.state, v_run.spec, p_event, p_payload, v_run.context);
     IF v_taken ? 'refused' THEN
@@ -271,8 +273,9 @@ BEGIN
             EXIT;  -- ended, or suspended again: the rest keep waiting (or were refused by the end)
         END IF;
         DELETE FROM flowforge.machine_event_queue q
-        WHERE q.run_id = p_run_id
-          AND q.seq = (SELECT min(x.seq) FROM flowforge.machine_event_queue x WHERE x.run_id = p_run_id)
+        WHERE q.organization_id = p_org AND q.run_id = p_run_id
+          AND q.seq = (SELECT min(x.seq) FROM flowforge.machine_event_queue x
+                       WHERE x.organization_id = p_org AND x.run_id = p_run_id)
         RETURNING q.seq, q.event, q.event_id, q.payload, q.received_at INTO v_queued;
         EXIT WHEN NOT FOUND;
         v_count := v_count + 1;
@@ -314,7 +317,7 @@ BEGIN
                        ELSE m.context || jsonb_build_object(m.state, v_item.output) END
     FROM flowforge.task t
     WHERE m.organization_id = v_item.organization_id AND m.run_id = p_run_id AND m.action_item_id = p_work_item_id
-      AND t.workflow_id = m.definition_id AND t.key = m.state
+      AND t.organization_id = m.organization_id AND t.workflow_id = m.definition_id AND t.key = m.state
     RETURNING m.context, t.spec ->> 'on_done' AS on_done INTO v_run;
     IF NOT FOUND THEN
         RETURN;  -- not this run's current action (the run was cancelled while it ran)
@@ -345,7 +348,7 @@ BEGIN
     UPDATE flowforge.machine_run m SET action_item_id = NULL
     FROM flowforge.task t
     WHERE m.organization_id = v_item.organization_id AND m.run_id = p_run_id AND m.action_item_id = p_work_item_id
-      AND t.workflow_id = m.definition_id AND t.key = m.state
+      AND t.organization_id = m.organization_id AND t.workflow_id = m.definition_id AND t.key = m.state
     RETURNING m.state, m.context, t.spec ->> 'on_error' AS on_error INTO v_run;
     IF NOT FOUND THEN
         RETURN;

@@ -58,7 +58,7 @@ BEGIN
     END IF;
 
     SELECT m.state, m.status, m.live, m.suspended, m.reason, m.definition_id, w.name AS definition INTO STRICT v_run
-    FROM flowforge.machine_run m JOIN flowforge.workflow w ON w.id = m.definition_id
+    FROM flowforge.machine_run m JOIN flowforge.workflow w ON w.id = m.definition_id AND w.organization_id = m.organization_id
     WHERE m.organization_id = v_org AND m.run_id = p_run_id;
 
     IF v_outcome IS NULL THEN
@@ -70,7 +70,8 @@ BEGIN
             -- It waits for its action; the state it resumes in decides. An
             -- event no state of the machine accepts could never apply.
             IF NOT EXISTS (SELECT 1 FROM flowforge.task t
-                           WHERE t.workflow_id = v_run.definition_id AND t.spec -> 'on' ? p_event) THEN
+                           WHERE t.organization_id = v_org AND t.workflow_id = v_run.definition_id
+                             AND t.spec -> 'on' ? p_event) THEN
                 PERFORM flowforge._event_refused(p_run_id, p_event,
                     format('no state of machine "%s" accepts it', v_run.definition),
                     'workflow show lists the events each state accepts.');

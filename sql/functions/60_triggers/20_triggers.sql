@@ -249,20 +249,26 @@ DECLARE
     v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_id constant uuid := flowforge._trigger_by_name(v_org, set_trigger_enabled.name);
+    v_next timestamptz;
 BEGIN
     IF set_trigger_enabled.enabled IS NULL THEN
         RAISE EXCEPTION 'enabled must be true or false' USING ERRCODE = 'FF003', HINT = 'Pass enabled => false to pause it.';
     END IF;
     -- Enabling a cron trigger starts it from now: slots missed while disabled are not caught up.
+    -- The next slot is worked out first, under the row's lock: the UPDATE itself calls no
+    -- non-immutable function on the row's columns (Citus refuses that in an UPDATE; docs/scale.md).
+    SELECT CASE WHEN t.trigger_type <> 'cron' THEN NULL
+                WHEN set_trigger_enabled.enabled AND NOT t.enabled
+                THEN flowforge._cron_next(flowforge._cron_parse(t.cron), v_now, t.timezone,
+                                          t.options ->> 'on_gap', t.options ->> 'on_repeat')
+                ELSE t.next_fire_at END
+    INTO v_next
+    FROM flowforge.scheduled_trigger t WHERE t.id = v_id AND t.organization_id = v_org
+    FOR NO KEY UPDATE;
     UPDATE flowforge.scheduled_trigger t
-    SET enabled = set_trigger_enabled.enabled,
-        next_fire_at = CASE WHEN t.trigger_type <> 'cron' THEN NULL
-                            WHEN set_trigger_enabled.enabled AND NOT t.enabled
-                            THEN flowforge._cron_next(flowforge._cron_parse(t.cron), v_now, t.timezone,
-                                                      t.options ->> 'on_gap', t.options ->> 'on_repeat')
-                            ELSE t.next_fire_at END,
+    SET enabled = set_trigger_enabled.enabled, next_fire_at = v_next,
         updated_at = v_now, updated_by = flowforge._principal()
-    WHERE t.id = v_id;
+    WHERE t.id = v_id AND t.organization_id = v_org;
     PERFORM flowforge._audit(v_org, CASE WHEN set_trigger_enabled.enabled THEN 'enable' ELSE 'disable' END, 'trigger',
                              v_id::text, ARRAY['enabled']);
 END;

@@ -158,7 +158,7 @@ SELECT throws_ok($$TRUNCATE flowforge.machine_transition$$, 'FF011',
 -- Sideways routes to the same rows.
 SELECT throws_ok($$INSERT INTO flowforge.machine_transition (organization_id, run_id, n, cause, outcome, to_state, created_at)
                    SELECT organization_id, run_id, n, cause, outcome, 'idle', created_at FROM flowforge.machine_transition
-                   ON CONFLICT (run_id, n) DO UPDATE SET to_state = 'rewritten'$$,
+                   ON CONFLICT ON CONSTRAINT machine_transition_pkey DO UPDATE SET to_state = 'rewritten'$$,
                  'FF011', NULL, 'machine_transition: INSERT ... ON CONFLICT DO UPDATE cannot rewrite an entry');
 SELECT throws_ok($$UPDATE flowforge.task_run_event SET detail = '{}' WHERE id = (SELECT min(id::text)::uuid FROM flowforge.task_run_event)$$,
                  'FF011', NULL, 'task_run_event: a single-row UPDATE is refused');

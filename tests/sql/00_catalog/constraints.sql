@@ -17,7 +17,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(601);
+SELECT plan(606);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -205,6 +205,13 @@ SELECT results_eq(
     'fixture: the API built a suspended machine with a queued event and seen ids, a waiting one with a timer, and an ended one'
 );
 
+-- O's own copies of GW and MW (workflow rows only): a row of O may name only O's definitions (0034).
+INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash)
+SELECT pg_temp.id('O'), w.name, w.version, w.kind, w.spec, w.content_hash FROM flowforge.workflow w
+WHERE w.id IN (pg_temp.id('GW'), pg_temp.id('MW'));
+INSERT INTO ctx SELECT 'GWO', id FROM flowforge.workflow WHERE organization_id = pg_temp.id('O') AND name = 'ct_graph';
+INSERT INTO ctx SELECT 'MWO', id FROM flowforge.workflow WHERE organization_id = pg_temp.id('O') AND name = 'ct_machine';
+
 -- Fan-out (0020), built through the API: define_workflow, start_run, claim_work, complete_work.
 INSERT INTO ctx VALUES ('FW', flowforge.define_workflow($${"name": "ct_fanout", "tasks": [
     {"key": "m", "queue": "ct-fan", "map": {"over": "$.run.n", "max_concurrency": 2}}]}$$));
@@ -318,7 +325,8 @@ SELECT is(pg_temp.accepted('api_key_hash_is_sha256', $$UPDATE flowforge.api_key 
 SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET version = 1 WHERE id = pg_temp.id('W')$$),
           '23505 uniq_workflow_name_version', 'uniq_workflow_name_version: two definitions cannot both be ct_diamond v1');
 SELECT is(pg_temp.accepted('uniq_workflow_name_version',
-          $$UPDATE flowforge.workflow SET version = 1, organization_id = pg_temp.id('O') WHERE id = pg_temp.id('W')$$),
+          $$INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash)
+            SELECT pg_temp.id('O'), name, 1, kind, spec, content_hash FROM flowforge.workflow WHERE id = pg_temp.id('W')$$),
           'accepted', 'uniq_workflow_name_version: the same name and version in another organization is accepted');
 SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET version = 0 WHERE id = pg_temp.id('W2')$$),
           '23514 workflow_version_positive', 'workflow_version_positive: version 0 is refused');
@@ -773,7 +781,7 @@ SELECT is(pg_temp.refused($$INSERT INTO flowforge.api_key_usage (api_key_id, org
           '23505 api_key_usage_pkey', 'api_key_usage_pkey: one usage row per key');
 SELECT is(pg_temp.accepted('api_key_usage_pkey', $$INSERT INTO flowforge.api_key_usage (api_key_id, organization_id)
                             SELECT id, organization_id FROM flowforge.api_key WHERE prefix = 'ffk_a'
-                            ON CONFLICT (api_key_id) DO UPDATE SET last_used_at = now()$$),
+                            ON CONFLICT ON CONSTRAINT api_key_usage_pkey DO UPDATE SET last_used_at = now()$$),
           'accepted', 'api_key_usage_pkey: updating a key''s one row is accepted');
 SELECT is(pg_temp.refused($$UPDATE flowforge.server_secret SET singleton = false$$),
           '23514 server_secret_singleton', 'server_secret_singleton: the key can only be true');
@@ -885,7 +893,8 @@ SELECT is(pg_temp.accepted('engine_run_kind_valid', $$UPDATE flowforge.engine_ru
 SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET run_id = pg_temp.id('R') WHERE run_id = pg_temp.id('GR1')$$),
           '23505 engine_run_tenant_run_uq', 'engine_run_tenant_run_uq: two directory rows for one run');
 SELECT is(pg_temp.accepted('engine_run_tenant_run_uq',
-          $$UPDATE flowforge.engine_run SET run_id = pg_temp.id('R'), organization_id = pg_temp.id('O') WHERE run_id = pg_temp.id('GR1')$$),
+          $$UPDATE flowforge.engine_run SET run_id = pg_temp.id('R'), organization_id = pg_temp.id('O'), definition_id = pg_temp.id('GWO')
+            WHERE run_id = pg_temp.id('GR1')$$),
           'accepted', 'engine_run_tenant_run_uq: the same run id in another organization is accepted (the key is per organization)');
 SELECT is(pg_temp.refused($$UPDATE flowforge.engine_run SET ended_at = created_at - interval '1 millisecond' WHERE run_id = pg_temp.id('R')$$),
           '23514 engine_run_ended_after_created', 'engine_run_ended_after_created: a run that ended before it began is refused');
@@ -965,7 +974,7 @@ SELECT is(pg_temp.refused($$INSERT INTO flowforge.graph_run (organization_id, ru
                             VALUES (flowforge.current_organization(), pg_temp.id('GR1'), pg_temp.id('GW'), 20, 'running', 'test')$$),
           '23505 graph_run_runid_uq', 'graph_run_runid_uq: two graph runs under one run id');
 SELECT is(pg_temp.accepted('graph_run_runid_uq', $$INSERT INTO flowforge.graph_run (organization_id, run_id, definition_id, max_steps, status, created_by)
-                            VALUES (pg_temp.id('O'), pg_temp.id('GR1'), pg_temp.id('GW'), 20, 'running', 'test')$$),
+                            VALUES (pg_temp.id('O'), pg_temp.id('GR1'), pg_temp.id('GWO'), 20, 'running', 'test')$$),
           'accepted', 'graph_run_runid_uq: the same run id in another organization is accepted');
 
 SELECT is(pg_temp.refused($$UPDATE flowforge.graph_step SET step = 0 WHERE run_id = pg_temp.id('GR1') AND step = 1$$),
@@ -1242,7 +1251,7 @@ SELECT is(pg_temp.refused($$INSERT INTO flowforge.machine_run (organization_id, 
                             VALUES (flowforge.current_organization(), pg_temp.id('M2'), pg_temp.id('MW'), 'waiting', 'running', 'test', now())$$),
           '23505 machine_run_runid_uq', 'machine_run_runid_uq: two machine runs under one run id (two answers to "where is it")');
 SELECT is(pg_temp.accepted('machine_run_runid_uq', $$INSERT INTO flowforge.machine_run (organization_id, run_id, definition_id, state, status, created_by, started_at)
-                            VALUES (pg_temp.id('O'), pg_temp.id('M2'), pg_temp.id('MW'), 'waiting', 'running', 'test', now())$$),
+                            VALUES (pg_temp.id('O'), pg_temp.id('M2'), pg_temp.id('MWO'), 'waiting', 'running', 'test', now())$$),
           'accepted', 'machine_run_runid_uq: the same run id in another organization is accepted');
 SELECT is(pg_temp.probe($$UPDATE flowforge.machine_run SET organization_id = NULL WHERE run_id = pg_temp.id('M2')$$),
           '23502 organization_id', 'machine_run.organization_id: a machine without a tenant is refused (NOT NULL)');
@@ -1627,6 +1636,24 @@ SELECT set_eq(
 );
 
 -- ===========================================================================
+-- Foreign keys between tenant tables include organization_id (0034): a row
+-- naming another organization's row is refused, whatever the id says.
+-- ===========================================================================
+SELECT is(pg_temp.probe($$UPDATE flowforge.engine_run SET organization_id = pg_temp.id('O') WHERE run_id = pg_temp.id('GR1')$$),
+          '23503 engine_run_definition_fkey', 'engine_run_definition_fkey: a directory row of O cannot name the default organization''s definition');
+SELECT is(pg_temp.probe($$UPDATE flowforge.engine_run SET organization_id = pg_temp.id('O'), definition_id = pg_temp.id('GWO')
+                          WHERE run_id = pg_temp.id('GR1')$$),
+          'accepted', 'engine_run_definition_fkey: the same row naming O''s own definition is accepted');
+SELECT is(pg_temp.probe($$INSERT INTO flowforge.api_key_usage (api_key_id, organization_id)
+                          SELECT id, pg_temp.id('O') FROM flowforge.api_key WHERE prefix = 'ffk_a'$$),
+          '23503 api_key_usage_key_fkey', 'api_key_usage_key_fkey: a usage row of O cannot belong to another organization''s key');
+SELECT is(pg_temp.probe($$UPDATE flowforge.trigger_secret SET organization_id = pg_temp.id('O') WHERE trigger_id = pg_temp.id('TW')$$),
+          '23503 trigger_secret_trigger_fkey', 'trigger_secret_trigger_fkey: a secret of O cannot key another organization''s trigger');
+SELECT is(pg_temp.probe($$UPDATE flowforge.task_run SET organization_id = pg_temp.id('O') WHERE id = pg_temp.tr('T', 'only')$$)
+          ~ '^23503 task_run_(task|workflow_run)_fkey$', true,
+          'task_run_task_fkey / task_run_workflow_run_fkey: a task run of O cannot belong to another organization''s run and task');
+
+-- ===========================================================================
 -- ON DELETE rules
 -- ===========================================================================
 -- Definitions that have been executed cannot be deleted (RESTRICT).
@@ -1743,11 +1770,17 @@ INSERT INTO ctx VALUES ('MB', flowforge.define_workflow($${"name": "ct_mbare", "
     "states": {"a": {"on": {"go": "b"}}, "b": {"final": true}}}$$));
 INSERT INTO flowforge.organization (slug, name) VALUES ('ct-fourth', 'Fourth organization');
 INSERT INTO ctx SELECT 'Y', id FROM flowforge.organization WHERE slug = 'ct-fourth';
+-- Y's own copy of MB: a run of Y may name only Y's definitions (0034).
+INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash)
+SELECT pg_temp.id('Y'), w.name, w.version, w.kind, w.spec, w.content_hash FROM flowforge.workflow w WHERE w.id = pg_temp.id('MB');
+INSERT INTO ctx SELECT 'MBY', id FROM flowforge.workflow WHERE organization_id = pg_temp.id('Y') AND name = 'ct_mbare';
 INSERT INTO flowforge.machine_run (organization_id, run_id, definition_id, state, status, created_by, started_at)
-VALUES (pg_temp.id('Y'), gen_random_uuid(), pg_temp.id('MB'), 'a', 'running', 'test', now());
-SELECT is(pg_temp.probe($$DELETE FROM flowforge.workflow WHERE id = pg_temp.id('MB')$$),
+VALUES (pg_temp.id('Y'), gen_random_uuid(), pg_temp.id('MBY'), 'a', 'running', 'test', now());
+SELECT is(pg_temp.probe($$DELETE FROM flowforge.workflow WHERE id = pg_temp.id('MBY')$$),
           '23503 machine_run_definition_fkey', 'RESTRICT: a definition with a machine run cannot be deleted');
-SELECT is(pg_temp.probe($$DELETE FROM flowforge.organization WHERE id = pg_temp.id('Y')$$),
+-- (Y's definition holds the organization too: its key is set aside inside the probe, which rolls back.)
+SELECT is(pg_temp.probe($$ALTER TABLE flowforge.workflow DROP CONSTRAINT workflow_organization_fkey;
+                          DELETE FROM flowforge.organization WHERE id = pg_temp.id('Y')$$),
           '23503 machine_run_organization_fkey', 'RESTRICT: an organization with a machine run cannot be deleted');
 SELECT ok((SELECT count(*) FROM flowforge.machine_event_queue WHERE run_id = pg_temp.id('M1')) > 0
           AND (SELECT count(*) FROM flowforge.machine_event_seen WHERE run_id = pg_temp.id('M1')) > 0

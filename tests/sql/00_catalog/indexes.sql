@@ -49,14 +49,14 @@ SELECT is(pg_temp.indexdef('uniq_workflow_name_version'),
     'CREATE UNIQUE INDEX uniq_workflow_name_version ON flowforge.workflow USING btree (organization_id, name, version)',
     'uniq_workflow_name_version: (organization_id, name, version) — per tenant, unlike the seed');
 SELECT is(pg_temp.indexdef('uniq_task_workflow_key'),
-    'CREATE UNIQUE INDEX uniq_task_workflow_key ON flowforge.task USING btree (workflow_id, key)',
-    'uniq_task_workflow_key: (workflow_id, key) — also covers the FK task.workflow_id');
+    'CREATE UNIQUE INDEX uniq_task_workflow_key ON flowforge.task USING btree (workflow_id, key, organization_id)',
+    'uniq_task_workflow_key: (workflow_id, key, organization_id) — also covers the FK task.workflow_id');
 SELECT is(pg_temp.indexdef('uniq_taskrun_per_run_task'),
-    'CREATE UNIQUE INDEX uniq_taskrun_per_run_task ON flowforge.task_run USING btree (workflow_run_id, task_id)',
-    'uniq_taskrun_per_run_task: (workflow_run_id, task_id)');
+    'CREATE UNIQUE INDEX uniq_taskrun_per_run_task ON flowforge.task_run USING btree (workflow_run_id, task_id, organization_id)',
+    'uniq_taskrun_per_run_task: (workflow_run_id, task_id, organization_id)');
 SELECT is(pg_temp.indexdef('uniq_outbox_per_taskrun_generation'),
-    'CREATE UNIQUE INDEX uniq_outbox_per_taskrun_generation ON flowforge.outbox_message USING btree (task_run_id, fencing_token_snapshot)',
-    'uniq_outbox_per_taskrun_generation: (task_run_id, fencing_token_snapshot)');
+    'CREATE UNIQUE INDEX uniq_outbox_per_taskrun_generation ON flowforge.outbox_message USING btree (task_run_id, fencing_token_snapshot, organization_id)',
+    'uniq_outbox_per_taskrun_generation: (task_run_id, fencing_token_snapshot, organization_id)');
 
 -- ---------------------------------------------------------------------------
 -- The migrations' further indexes
@@ -71,7 +71,7 @@ SELECT is(pg_temp.indexdef('uniq_organization_slug'),
     'CREATE UNIQUE INDEX uniq_organization_slug ON flowforge.organization USING btree (slug)',
     'uniq_organization_slug: (slug)');
 SELECT is(pg_temp.indexdef('uniq_api_key_prefix'),
-    'CREATE UNIQUE INDEX uniq_api_key_prefix ON flowforge.api_key USING btree (prefix)',
+    'CREATE UNIQUE INDEX uniq_api_key_prefix ON flowforge.api_key USING btree (prefix, organization_id)',
     'uniq_api_key_prefix: an API key is found by its prefix');
 SELECT is(pg_temp.indexdef('idx_audit_org_created'),
     'CREATE INDEX idx_audit_org_created ON ONLY flowforge.audit_log USING btree (organization_id, created_at DESC)',
@@ -89,8 +89,8 @@ SELECT is(pg_temp.indexdef('idx_outbox_run'),
     'CREATE INDEX idx_outbox_run ON flowforge.outbox_message USING btree (workflow_run_id)',
     'idx_outbox_run: the cascade when a run is deleted');
 SELECT is(pg_temp.indexdef('task_dependency_pkey'),
-    'CREATE UNIQUE INDEX task_dependency_pkey ON flowforge.task_dependency USING btree (task_id, depends_on_task_id)',
-    'task_dependency_pkey: (task_id, depends_on_task_id) — also a task''s upstream edges');
+    'CREATE UNIQUE INDEX task_dependency_pkey ON flowforge.task_dependency USING btree (task_id, depends_on_task_id, organization_id)',
+    'task_dependency_pkey: (task_id, depends_on_task_id, organization_id) — also a task''s upstream edges');
 SELECT is(pg_temp.indexdef('idx_trigger_due'),
     'CREATE INDEX idx_trigger_due ON flowforge.scheduled_trigger USING btree (next_fire_at) WHERE enabled',
     'idx_trigger_due: (next_fire_at) partial on enabled — due triggers');
@@ -114,7 +114,7 @@ SELECT is(pg_temp.indexdef('idx_audit_org_entity'),
     'CREATE INDEX idx_audit_org_entity ON ONLY flowforge.audit_log USING btree (organization_id, entity, entity_id, created_at DESC)',
     'idx_audit_org_entity: who did what to one entity, newest first');
 SELECT is(pg_temp.indexdef('api_key_usage_pkey'),
-    'CREATE UNIQUE INDEX api_key_usage_pkey ON flowforge.api_key_usage USING btree (api_key_id)',
+    'CREATE UNIQUE INDEX api_key_usage_pkey ON flowforge.api_key_usage USING btree (api_key_id, organization_id)',
     'api_key_usage_pkey: a key''s usage row');
 SELECT is(pg_temp.indexdef('idx_queue_push'),
     'CREATE INDEX idx_queue_push ON flowforge.queue USING btree (organization_id, name) WHERE (exchange IS NOT NULL)',
@@ -197,14 +197,14 @@ SELECT is(pg_temp.indexdef('graph_run_runid_uq'),
     'CREATE UNIQUE INDEX graph_run_runid_uq ON flowforge.graph_run USING btree (organization_id, run_id)',
     'graph_run_runid_uq: (organization_id, run_id) — one graph run per run id');
 SELECT is(pg_temp.indexdef('graph_step_pkey'),
-    'CREATE UNIQUE INDEX graph_step_pkey ON flowforge.graph_step USING btree (run_id, step)',
-    'graph_step_pkey: (run_id, step) — the path, in step order');
+    'CREATE UNIQUE INDEX graph_step_pkey ON flowforge.graph_step USING btree (run_id, step, organization_id)',
+    'graph_step_pkey: (run_id, step, organization_id) — the path, in step order');
 SELECT is(pg_temp.indexdef('graph_visit_pkey'),
-    'CREATE UNIQUE INDEX graph_visit_pkey ON flowforge.graph_visit USING btree (run_id, node)',
-    'graph_visit_pkey: (run_id, node) — one visit counter per node (run_counts)');
+    'CREATE UNIQUE INDEX graph_visit_pkey ON flowforge.graph_visit USING btree (run_id, node, organization_id)',
+    'graph_visit_pkey: (run_id, node, organization_id) — one visit counter per node (run_counts)');
 SELECT is(pg_temp.indexdef('graph_edge_pkey'),
-    'CREATE UNIQUE INDEX graph_edge_pkey ON flowforge.graph_edge USING btree (from_task_id, "position")',
-    'graph_edge_pkey: (from_task_id, position) — a node''s edges in the order they are tried');
+    'CREATE UNIQUE INDEX graph_edge_pkey ON flowforge.graph_edge USING btree (from_task_id, "position", organization_id)',
+    'graph_edge_pkey: (from_task_id, position, organization_id) — a node''s edges in the order they are tried');
 SELECT is(pg_temp.indexdef('idx_graph_edge_workflow'),
     'CREATE INDEX idx_graph_edge_workflow ON flowforge.graph_edge USING btree (workflow_id)',
     'idx_graph_edge_workflow: the cascade when a workflow version is deleted');
@@ -216,26 +216,26 @@ SELECT is(pg_temp.indexdef('idx_event_work_item'),
 -- 0017: the state-machine engine
 -- ---------------------------------------------------------------------------
 SELECT is(pg_temp.indexdef('machine_run_pkey'),
-    'CREATE UNIQUE INDEX machine_run_pkey ON flowforge.machine_run USING btree (id)',
-    'machine_run_pkey: (id)');
+    'CREATE UNIQUE INDEX machine_run_pkey ON flowforge.machine_run USING btree (id, organization_id)',
+    'machine_run_pkey: (id, organization_id)');
 SELECT is(pg_temp.indexdef('machine_run_runid_uq'),
     'CREATE UNIQUE INDEX machine_run_runid_uq ON flowforge.machine_run USING btree (organization_id, run_id)',
     'machine_run_runid_uq: (organization_id, run_id) — a machine by its run id (every event, action end, timer, get_run)');
 SELECT is(pg_temp.indexdef('machine_transition_pkey'),
-    'CREATE UNIQUE INDEX machine_transition_pkey ON flowforge.machine_transition USING btree (run_id, n)',
-    'machine_transition_pkey: (run_id, n) — a run''s history in order, its most recent entries');
+    'CREATE UNIQUE INDEX machine_transition_pkey ON flowforge.machine_transition USING btree (run_id, n, organization_id)',
+    'machine_transition_pkey: (run_id, n, organization_id) — a run''s history in order, its most recent entries');
 SELECT is(pg_temp.indexdef('machine_event_queue_pkey'),
-    'CREATE UNIQUE INDEX machine_event_queue_pkey ON flowforge.machine_event_queue USING btree (run_id, seq)',
-    'machine_event_queue_pkey: (run_id, seq) — a suspended run''s events in arrival order');
+    'CREATE UNIQUE INDEX machine_event_queue_pkey ON flowforge.machine_event_queue USING btree (run_id, seq, organization_id)',
+    'machine_event_queue_pkey: (run_id, seq, organization_id) — a suspended run''s events in arrival order');
 SELECT is(pg_temp.indexdef('machine_event_seen_pkey'),
-    'CREATE UNIQUE INDEX machine_event_seen_pkey ON flowforge.machine_event_seen USING btree (run_id, event_id)',
-    'machine_event_seen_pkey: (run_id, event_id) — "seen this id?" is one key lookup');
+    'CREATE UNIQUE INDEX machine_event_seen_pkey ON flowforge.machine_event_seen USING btree (run_id, event_id, organization_id)',
+    'machine_event_seen_pkey: (run_id, event_id, organization_id) — "seen this id?" is one key lookup');
 SELECT is(pg_temp.indexdef('machine_timer_pkey'),
-    'CREATE UNIQUE INDEX machine_timer_pkey ON flowforge.machine_timer USING btree (id)',
-    'machine_timer_pkey: (id) — the timer duty re-reads each due timer by id');
+    'CREATE UNIQUE INDEX machine_timer_pkey ON flowforge.machine_timer USING btree (id, organization_id)',
+    'machine_timer_pkey: (id, organization_id) — the timer duty re-reads each due timer by id');
 SELECT is(pg_temp.indexdef('machine_timer_one_per_entry'),
-    'CREATE UNIQUE INDEX machine_timer_one_per_entry ON flowforge.machine_timer USING btree (run_id, entered, "position")',
-    'machine_timer_one_per_entry: (run_id, entered, position) — a run''s timers (deleted when it leaves a state)');
+    'CREATE UNIQUE INDEX machine_timer_one_per_entry ON flowforge.machine_timer USING btree (run_id, entered, "position", organization_id)',
+    'machine_timer_one_per_entry: (run_id, entered, position, organization_id) — a run''s timers (deleted when it leaves a state)');
 SELECT is(pg_temp.indexdef('machine_timer_due_idx'),
     'CREATE INDEX machine_timer_due_idx ON flowforge.machine_timer USING btree (fire_at)',
     'machine_timer_due_idx: (fire_at) — the timer duty: due timers, oldest first');
@@ -244,26 +244,26 @@ SELECT is(pg_temp.indexdef('machine_timer_due_idx'),
 -- 0020/0021: fan-out
 -- ---------------------------------------------------------------------------
 SELECT is(pg_temp.indexdef('checkpoint_pkey'),
-    'CREATE UNIQUE INDEX checkpoint_pkey ON flowforge.checkpoint USING btree (id)',
-    'checkpoint_pkey: (id) — a child''s checkpoint, by the id it carries');
+    'CREATE UNIQUE INDEX checkpoint_pkey ON flowforge.checkpoint USING btree (id, organization_id)',
+    'checkpoint_pkey: (id, organization_id) — a child''s checkpoint, by the id it carries');
 SELECT is(pg_temp.indexdef('checkpoint_run_node_uq'),
     'CREATE UNIQUE INDEX checkpoint_run_node_uq ON flowforge.checkpoint USING btree (organization_id, run_id, node_name)',
     'checkpoint_run_node_uq: (organization_id, run_id, node_name) — one checkpoint per fanning node of a run (begin, resume, '
     'get_run, fan_out_output)');
 SELECT is(pg_temp.indexdef('checkpoint_page_pkey'),
-    'CREATE UNIQUE INDEX checkpoint_page_pkey ON flowforge.checkpoint_page USING btree (checkpoint_id, page)',
-    'checkpoint_page_pkey: (checkpoint_id, page) — the page of the element a child is made from');
+    'CREATE UNIQUE INDEX checkpoint_page_pkey ON flowforge.checkpoint_page USING btree (checkpoint_id, page, organization_id)',
+    'checkpoint_page_pkey: (checkpoint_id, page, organization_id) — the page of the element a child is made from');
 SELECT is(pg_temp.indexdef('work_item_checkpoint_item_idx'),
     'CREATE INDEX work_item_checkpoint_item_idx ON flowforge.work_item USING btree (checkpoint_id, checkpoint_generation, item_index) WHERE (checkpoint_id IS NOT NULL)',
     'work_item_checkpoint_item_idx: (checkpoint_id, checkpoint_generation, item_index) partial on children — a fan-out''s '
     'children by element (failed indexes, reads, the checkpoint cascade)');
 SELECT is(pg_temp.indexdef('work_item_checkpoint_live_uq'),
-    'CREATE UNIQUE INDEX work_item_checkpoint_live_uq ON flowforge.work_item USING btree (checkpoint_id, checkpoint_generation, item_index) WHERE ((checkpoint_id IS NOT NULL) AND ((status)::text = ANY ((ARRAY[''pending''::character varying, ''dispatched''::character varying])::text[])))',
-    'work_item_checkpoint_live_uq: unique (checkpoint_id, checkpoint_generation, item_index) partial on live children — '
+    'CREATE UNIQUE INDEX work_item_checkpoint_live_uq ON flowforge.work_item USING btree (checkpoint_id, checkpoint_generation, item_index, organization_id) WHERE ((checkpoint_id IS NOT NULL) AND ((status)::text = ANY ((ARRAY[''pending''::character varying, ''dispatched''::character varying])::text[])))',
+    'work_item_checkpoint_live_uq: unique (checkpoint_id, checkpoint_generation, item_index, organization_id) partial on live children — '
     'an element dispatched twice is refused; cancel finds the live ones');
 SELECT is(pg_temp.indexdef('work_item_checkpoint_done_uq'),
-    'CREATE UNIQUE INDEX work_item_checkpoint_done_uq ON flowforge.work_item USING btree (checkpoint_id, checkpoint_generation, item_index) WHERE ((checkpoint_id IS NOT NULL) AND ((status)::text = ''completed''::text))',
-    'work_item_checkpoint_done_uq: unique (checkpoint_id, checkpoint_generation, item_index) partial on completed children — '
+    'CREATE UNIQUE INDEX work_item_checkpoint_done_uq ON flowforge.work_item USING btree (checkpoint_id, checkpoint_generation, item_index, organization_id) WHERE ((checkpoint_id IS NOT NULL) AND ((status)::text = ''completed''::text))',
+    'work_item_checkpoint_done_uq: unique (checkpoint_id, checkpoint_generation, item_index, organization_id) partial on completed children — '
     'one success per element; "already succeeded?" on resume; the output collected in element order');
 SELECT is(pg_temp.indexdef('idx_taskrun_fanout_ready'),
     'CREATE INDEX idx_taskrun_fanout_ready ON flowforge.task_run USING btree (workflow_run_id) WHERE (((state)::text = ''ready''::text) AND fans_out)',
@@ -283,8 +283,8 @@ SELECT is(pg_temp.indexdef('scheduled_trigger_live_name_uq'),
     'scheduled_trigger_live_name_uq: unique (organization_id, name) partial on live triggers — a trigger by name (every call '
     'naming one); a dropped trigger frees its name (0023, replacing seed 000''s uniq_scheduled_trigger_org_name)');
 SELECT is(pg_temp.indexdef('trigger_secret_pkey'),
-    'CREATE UNIQUE INDEX trigger_secret_pkey ON flowforge.trigger_secret USING btree (trigger_id)',
-    'trigger_secret_pkey: (trigger_id) — a webhook''s key, by its trigger (receive_webhook)');
+    'CREATE UNIQUE INDEX trigger_secret_pkey ON flowforge.trigger_secret USING btree (trigger_id, organization_id)',
+    'trigger_secret_pkey: (trigger_id, organization_id) — a webhook''s key, by its trigger (receive_webhook)');
 SELECT is(pg_temp.indexdef('trigger_firing_pkey'),
     'CREATE UNIQUE INDEX trigger_firing_pkey ON ONLY flowforge.trigger_firing USING btree (organization_id, id, recorded_at)',
     'trigger_firing_pkey: (organization_id, id, recorded_at) — the firing a run names (trigger_firing_id, within its '

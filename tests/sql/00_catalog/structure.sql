@@ -419,33 +419,38 @@ FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflo
                   'agent', 'affinity_binding', 'engine', 'graph_run', 'graph_step', 'graph_visit', 'graph_edge',
                   'machine_run', 'machine_transition', 'machine_event_queue', 'machine_event_seen', 'machine_timer',
                   'checkpoint', 'checkpoint_page', 'trigger_secret', 'trigger_firing', 'trigger_delivery']) AS t;
-SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id']::name[],
-                 'task_dependency is keyed by the edge (task_id, depends_on_task_id)');
+-- Since 0034 every tenant table's key ends with organization_id (Citus: a key
+-- is enforced within one shard; tests/sql/00_catalog/citus_readiness.sql).
+SELECT col_is_pk('flowforge', 'task_dependency', ARRAY['task_id', 'depends_on_task_id', 'organization_id']::name[],
+                 'task_dependency is keyed by the edge (task_id, depends_on_task_id) in its organization');
 SELECT col_is_pk('flowforge', 'idempotency_key', ARRAY['organization_id', 'key']::name[],
                  'idempotency_key is keyed by (organization_id, key)');
-SELECT col_is_pk('flowforge', 'task_run', 'id', 'task_run is keyed by id');
+SELECT col_is_pk('flowforge', 'task_run', ARRAY['id', 'organization_id']::name[], 'task_run is keyed by (id, organization_id)');
 SELECT col_is_pk('flowforge', 'queue', ARRAY['organization_id', 'name']::name[], 'queue is keyed by (organization_id, name)');
-SELECT col_is_pk('flowforge', 'api_key_usage', 'api_key_id', 'api_key_usage is keyed by its key');
+SELECT col_is_pk('flowforge', 'api_key_usage', ARRAY['api_key_id', 'organization_id']::name[], 'api_key_usage is keyed by its key');
 SELECT col_is_pk('flowforge', 'server_secret', 'singleton', 'server_secret is keyed by its singleton flag');
 SELECT col_is_pk('flowforge', 'setting', 'singleton', 'setting is keyed by its singleton flag');
-SELECT col_is_pk('flowforge', t, 'id', format('%s is keyed by id', t))
+SELECT col_is_pk('flowforge', t, ARRAY['id', 'organization_id']::name[], format('%s is keyed by (id, organization_id)', t))
 FROM unnest(ARRAY['engine_run', 'work_item', 'agent', 'affinity_binding', 'engine', 'graph_run']) AS t;
-SELECT col_is_pk('flowforge', 'graph_step', ARRAY['run_id', 'step']::name[], 'graph_step is keyed by (run_id, step): one row per step');
-SELECT col_is_pk('flowforge', 'graph_visit', ARRAY['run_id', 'node']::name[], 'graph_visit is keyed by (run_id, node): one counter per node');
-SELECT col_is_pk('flowforge', 'graph_edge', ARRAY['from_task_id', 'position']::name[],
-                 'graph_edge is keyed by (from_task_id, position): a node''s edges in the order they are tried');
-SELECT col_is_pk('flowforge', t, 'id', format('%s is keyed by id', t))
+SELECT col_is_pk('flowforge', 'graph_step', ARRAY['run_id', 'step', 'organization_id']::name[],
+                 'graph_step is keyed by (run_id, step, organization_id): one row per step');
+SELECT col_is_pk('flowforge', 'graph_visit', ARRAY['run_id', 'node', 'organization_id']::name[],
+                 'graph_visit is keyed by (run_id, node, organization_id): one counter per node');
+SELECT col_is_pk('flowforge', 'graph_edge', ARRAY['from_task_id', 'position', 'organization_id']::name[],
+                 'graph_edge is keyed by (from_task_id, position, organization_id): a node''s edges in the order they are tried');
+SELECT col_is_pk('flowforge', t, ARRAY['id', 'organization_id']::name[], format('%s is keyed by (id, organization_id)', t))
 FROM unnest(ARRAY['machine_run', 'machine_timer']) AS t;
-SELECT col_is_pk('flowforge', 'machine_transition', ARRAY['run_id', 'n']::name[],
-                 'machine_transition is keyed by (run_id, n): one entry per place in the history');
-SELECT col_is_pk('flowforge', 'machine_event_queue', ARRAY['run_id', 'seq']::name[],
-                 'machine_event_queue is keyed by (run_id, seq): the arrival order');
-SELECT col_is_pk('flowforge', 'machine_event_seen', ARRAY['run_id', 'event_id']::name[],
-                 'machine_event_seen is keyed by (run_id, event_id): one row per event id a run has seen');
-SELECT col_is_pk('flowforge', 'checkpoint', 'id', 'checkpoint is keyed by id');
-SELECT col_is_pk('flowforge', 'checkpoint_page', ARRAY['checkpoint_id', 'page']::name[],
-                 'checkpoint_page is keyed by (checkpoint_id, page): a child reads one page by key');
-SELECT col_is_pk('flowforge', 'trigger_secret', 'trigger_id', 'trigger_secret is keyed by its trigger: one key per webhook');
+SELECT col_is_pk('flowforge', 'machine_transition', ARRAY['run_id', 'n', 'organization_id']::name[],
+                 'machine_transition is keyed by (run_id, n, organization_id): one entry per place in the history');
+SELECT col_is_pk('flowforge', 'machine_event_queue', ARRAY['run_id', 'seq', 'organization_id']::name[],
+                 'machine_event_queue is keyed by (run_id, seq, organization_id): the arrival order');
+SELECT col_is_pk('flowforge', 'machine_event_seen', ARRAY['run_id', 'event_id', 'organization_id']::name[],
+                 'machine_event_seen is keyed by (run_id, event_id, organization_id): one row per event id a run has seen');
+SELECT col_is_pk('flowforge', 'checkpoint', ARRAY['id', 'organization_id']::name[], 'checkpoint is keyed by (id, organization_id)');
+SELECT col_is_pk('flowforge', 'checkpoint_page', ARRAY['checkpoint_id', 'page', 'organization_id']::name[],
+                 'checkpoint_page is keyed by (checkpoint_id, page, organization_id): a child reads one page by key');
+SELECT col_is_pk('flowforge', 'trigger_secret', ARRAY['trigger_id', 'organization_id']::name[],
+                 'trigger_secret is keyed by its trigger: one key per webhook');
 -- 0032: the history is partitioned by time; a partitioned table's keys include its partition column, and
 -- organization_id (Citus: every key within a tenant).
 SELECT col_is_pk('flowforge', 'trigger_firing', ARRAY['organization_id', 'id', 'recorded_at']::name[],
@@ -473,56 +478,56 @@ SELECT fk_ok('flowforge', 'api_key', 'organization_id', 'flowforge', 'organizati
 SELECT fk_ok('flowforge', 'audit_log', 'organization_id', 'flowforge', 'organization', 'id');
 SELECT fk_ok('flowforge', 'workflow', 'organization_id', 'flowforge', 'organization', 'id');
 SELECT fk_ok('flowforge', 'task', 'organization_id', 'flowforge', 'organization', 'id');
-SELECT fk_ok('flowforge', 'task', 'workflow_id', 'flowforge', 'workflow', 'id');
-SELECT fk_ok('flowforge', 'task_dependency', 'workflow_id', 'flowforge', 'workflow', 'id');
-SELECT fk_ok('flowforge', 'task_dependency', 'task_id', 'flowforge', 'task', 'id');
-SELECT fk_ok('flowforge', 'task_dependency', 'depends_on_task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'task', ARRAY['workflow_id', 'organization_id'], 'flowforge', 'workflow', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'task_dependency', ARRAY['workflow_id', 'organization_id'], 'flowforge', 'workflow', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'task_dependency', ARRAY['task_id', 'organization_id'], 'flowforge', 'task', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'task_dependency', ARRAY['depends_on_task_id', 'organization_id'], 'flowforge', 'task', ARRAY['id', 'organization_id']);
 SELECT fk_ok('flowforge', 'scheduled_trigger', 'organization_id', 'flowforge', 'organization', 'id');
 SELECT fk_ok('flowforge', 'workflow_run', 'organization_id', 'flowforge', 'organization', 'id');
-SELECT fk_ok('flowforge', 'workflow_run', 'workflow_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'workflow_run', ARRAY['workflow_id', 'organization_id'], 'flowforge', 'workflow', ARRAY['id', 'organization_id']);
 SELECT fk_ok('flowforge', 'task_run', 'organization_id', 'flowforge', 'organization', 'id');
-SELECT fk_ok('flowforge', 'task_run', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
-SELECT fk_ok('flowforge', 'task_run', 'task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'task_run', ARRAY['workflow_run_id', 'organization_id'], 'flowforge', 'workflow_run', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'task_run', ARRAY['task_id', 'organization_id'], 'flowforge', 'task', ARRAY['id', 'organization_id']);
 SELECT fk_ok('flowforge', 'idempotency_key', 'organization_id', 'flowforge', 'organization', 'id');
 -- An idempotency key names a run of any engine: its directory row (0018).
 SELECT fk_ok('flowforge', 'idempotency_key', ARRAY['organization_id', 'workflow_run_id'], 'flowforge', 'engine_run',
              ARRAY['organization_id', 'run_id']);
 SELECT fk_ok('flowforge', 'outbox_message', 'organization_id', 'flowforge', 'organization', 'id');
-SELECT fk_ok('flowforge', 'outbox_message', 'task_run_id', 'flowforge', 'task_run', 'id');
-SELECT fk_ok('flowforge', 'outbox_message', 'workflow_run_id', 'flowforge', 'workflow_run', 'id');
+SELECT fk_ok('flowforge', 'outbox_message', ARRAY['task_run_id', 'organization_id'], 'flowforge', 'task_run', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'outbox_message', ARRAY['workflow_run_id', 'organization_id'], 'flowforge', 'workflow_run', ARRAY['id', 'organization_id']);
 SELECT hasnt_fk('flowforge', 'task_run_event', 'task_run_event has no foreign key (history outlives runs; no key-share lock per transition)');
 SELECT fk_ok('flowforge', 'queue', 'organization_id', 'flowforge', 'organization', 'id');
-SELECT fk_ok('flowforge', 'api_key_usage', 'api_key_id', 'flowforge', 'api_key', 'id');
+SELECT fk_ok('flowforge', 'api_key_usage', ARRAY['api_key_id', 'organization_id'], 'flowforge', 'api_key', ARRAY['id', 'organization_id']);
 SELECT fk_ok('flowforge', 'api_key_usage', 'organization_id', 'flowforge', 'organization', 'id');
 SELECT fk_ok('flowforge', t, 'organization_id', 'flowforge', 'organization', 'id')
 FROM unnest(ARRAY['engine_run', 'work_item', 'agent', 'engine', 'graph_run', 'graph_edge']) AS t;
-SELECT fk_ok('flowforge', 'engine_run', 'definition_id', 'flowforge', 'workflow', 'id');
-SELECT fk_ok('flowforge', 'graph_run', 'definition_id', 'flowforge', 'workflow', 'id');
-SELECT fk_ok('flowforge', 'work_item', 'parent_work_item_id', 'flowforge', 'work_item', 'id');
-SELECT fk_ok('flowforge', 'work_item', 'task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'engine_run', ARRAY['definition_id', 'organization_id'], 'flowforge', 'workflow', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'graph_run', ARRAY['definition_id', 'organization_id'], 'flowforge', 'workflow', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'work_item', ARRAY['parent_work_item_id', 'organization_id'], 'flowforge', 'work_item', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'work_item', ARRAY['task_id', 'organization_id'], 'flowforge', 'task', ARRAY['id', 'organization_id']);
 SELECT fk_ok('flowforge', 'graph_step', ARRAY['organization_id', 'run_id'], 'flowforge', 'graph_run', ARRAY['organization_id', 'run_id']);
 SELECT fk_ok('flowforge', 'graph_visit', ARRAY['organization_id', 'run_id'], 'flowforge', 'graph_run', ARRAY['organization_id', 'run_id']);
-SELECT fk_ok('flowforge', 'graph_edge', 'workflow_id', 'flowforge', 'workflow', 'id');
-SELECT fk_ok('flowforge', 'graph_edge', 'from_task_id', 'flowforge', 'task', 'id');
-SELECT fk_ok('flowforge', 'graph_edge', 'to_task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'graph_edge', ARRAY['workflow_id', 'organization_id'], 'flowforge', 'workflow', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'graph_edge', ARRAY['from_task_id', 'organization_id'], 'flowforge', 'task', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'graph_edge', ARRAY['to_task_id', 'organization_id'], 'flowforge', 'task', ARRAY['id', 'organization_id']);
 -- A binding names its agent by name, within the organization (other tables store the name, never the id).
 SELECT fk_ok('flowforge', 'affinity_binding', ARRAY['organization_id', 'agent_id'], 'flowforge', 'agent', ARRAY['organization_id', 'name']);
 -- 0017: a machine run keeps its tenant and definition; its queue, seen ids and timers hang off it.
 SELECT fk_ok('flowforge', 'machine_run', 'organization_id', 'flowforge', 'organization', 'id');
-SELECT fk_ok('flowforge', 'machine_run', 'definition_id', 'flowforge', 'workflow', 'id');
+SELECT fk_ok('flowforge', 'machine_run', ARRAY['definition_id', 'organization_id'], 'flowforge', 'workflow', ARRAY['id', 'organization_id']);
 SELECT fk_ok('flowforge', t, ARRAY['organization_id', 'run_id'], 'flowforge', 'machine_run', ARRAY['organization_id', 'run_id'])
 FROM unnest(ARRAY['machine_event_queue', 'machine_event_seen', 'machine_timer']) AS t;
 SELECT hasnt_fk('flowforge', 'machine_transition', 'machine_transition has no foreign key (history outlives runs, like task_run_event)');
 -- 0020: a checkpoint keeps its tenant, definition and node; it goes with its run's directory row; pages and
 -- children go with it.
 SELECT fk_ok('flowforge', 'checkpoint', 'organization_id', 'flowforge', 'organization', 'id');
-SELECT fk_ok('flowforge', 'checkpoint', 'definition_id', 'flowforge', 'workflow', 'id');
-SELECT fk_ok('flowforge', 'checkpoint', 'task_id', 'flowforge', 'task', 'id');
+SELECT fk_ok('flowforge', 'checkpoint', ARRAY['definition_id', 'organization_id'], 'flowforge', 'workflow', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'checkpoint', ARRAY['task_id', 'organization_id'], 'flowforge', 'task', ARRAY['id', 'organization_id']);
 SELECT fk_ok('flowforge', 'checkpoint', ARRAY['organization_id', 'run_id'], 'flowforge', 'engine_run', ARRAY['organization_id', 'run_id']);
-SELECT fk_ok('flowforge', 'checkpoint_page', 'checkpoint_id', 'flowforge', 'checkpoint', 'id');
-SELECT fk_ok('flowforge', 'work_item', 'checkpoint_id', 'flowforge', 'checkpoint', 'id');
+SELECT fk_ok('flowforge', 'checkpoint_page', ARRAY['checkpoint_id', 'organization_id'], 'flowforge', 'checkpoint', ARRAY['id', 'organization_id']);
+SELECT fk_ok('flowforge', 'work_item', ARRAY['checkpoint_id', 'organization_id'], 'flowforge', 'checkpoint', ARRAY['id', 'organization_id']);
 -- 0022: a secret goes with its trigger's row; a firing names no row at all (it outlives its trigger and its run).
-SELECT fk_ok('flowforge', 'trigger_secret', 'trigger_id', 'flowforge', 'scheduled_trigger', 'id');
+SELECT fk_ok('flowforge', 'trigger_secret', ARRAY['trigger_id', 'organization_id'], 'flowforge', 'scheduled_trigger', ARRAY['id', 'organization_id']);
 SELECT hasnt_fk('flowforge', 'trigger_firing', 'trigger_firing has no foreign key (history outlives triggers and runs, like task_run_event)');
 SELECT hasnt_fk('flowforge', 'trigger_delivery', 'trigger_delivery has no foreign key (it goes with its firing; a foreign key to a partitioned table would keep a month from being dropped)');
 

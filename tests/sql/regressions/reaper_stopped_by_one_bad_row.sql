@@ -19,7 +19,11 @@ SELECT flowforge_test.define_single('poisoned', '{"queue": "pq_bad"}');
 SELECT flowforge_test.define_single('healthy', '{"queue": "pq_ok"}');
 SELECT flowforge.start_run('poisoned', '{"poison": true}') AS bad \gset
 SELECT flowforge.start_run('healthy') AS good \gset
-SELECT count(*) FROM flowforge.claim(ARRAY['pq_bad', 'pq_ok'], 'doomed-worker', '10 seconds', 10);
+-- The bad lease expires first, so the reaper meets it first (the stand-in below
+-- raises for every row while the bad one is still expired: with equal expiries
+-- the order was the heap's, and the healthy row could be met first).
+SELECT count(*) FROM flowforge.claim(ARRAY['pq_bad'], 'doomed-worker', '5 seconds', 10);
+SELECT count(*) FROM flowforge.claim(ARRAY['pq_ok'], 'doomed-worker', '10 seconds', 10);
 ALTER FUNCTION flowforge._backoff(interval, numeric, interval, integer) RENAME TO _backoff_real;
 CREATE FUNCTION flowforge._backoff(p_backoff interval, p_factor numeric, p_max interval, p_attempt integer) RETURNS interval
 LANGUAGE plpgsql AS $$
