@@ -23,7 +23,7 @@
 -- a row belongs to is now the key itself ('ffk_<prefix>', whatever gateway
 -- login carried it): scheduled_trigger rows are rewritten here (a trigger's
 -- creator owns the runs it starts), the directory in batches by 0031.
--- depends: 0027_inspection_indexes
+-- depends: 0029_flow_control_indexes
 
 ALTER TABLE flowforge.workflow
     ADD COLUMN created_by     text,

@@ -32,7 +32,7 @@
 -- flowforge_system (only FlowForge's own definer functions can) with
 -- flowforge.history_purge set, which only purge sets, around its deletes.
 -- setting gains retention_runs, retention_firings, retention_audit.
--- depends: 0027_inspection_indexes
+-- depends: 0031_ownership_indexes
 
 -- ---------------------------------------------------------------------------
 -- The partitions' schema

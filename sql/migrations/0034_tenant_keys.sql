@@ -28,7 +28,7 @@
 -- EXCLUSIVE: writes go on). Step 2 is idempotent (it changes only what lacks
 -- organization_id), so migrate's retry after a lock timeout is safe.
 -- transactional: false
--- depends: 0027_inspection_indexes
+-- depends: 0033_purge_index
 
 -- (1) the new keys' indexes
 CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS affinity_binding_pkey_tk ON flowforge.affinity_binding (id, organization_id);
