@@ -160,10 +160,18 @@ BEGIN
         RAISE EXCEPTION 'run input % must be a JSON object, got %', v_bad.n, v_bad.kind
             USING ERRCODE = 'FF003', HINT = 'Wrap the value: {"value": ...}.';
     END IF;
-    SELECT i.n, p.problem INTO v_bad
+    -- _payload_problem's two limits, tested set-based with the settings read once; it
+    -- is called (for its message) only for an input that breaks one. A document
+    -- nested deeper than max_json_depth has at least that many bracket pairs more,
+    -- so a shorter text needs no depth test.
+    SELECT i.n, flowforge._payload_problem(i.input, 'run input') AS problem INTO v_bad
     FROM unnest(v_inputs) WITH ORDINALITY AS i(input, n)
-    CROSS JOIN LATERAL (SELECT flowforge._payload_problem(i.input, 'run input') AS problem) p
-    WHERE p.problem IS NOT NULL ORDER BY i.n LIMIT 1;
+    CROSS JOIN flowforge.setting s
+    CROSS JOIN LATERAL (SELECT octet_length(i.input::text) AS size) l
+    WHERE l.size > s.max_payload_bytes
+       OR (l.size >= 2 * (s.max_json_depth + 1)
+           AND jsonb_path_exists(i.input, format('strict $.**{%s}', s.max_json_depth + 1)::jsonpath))
+    ORDER BY i.n LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'run input %: %', v_bad.n, v_bad.problem
             USING ERRCODE = 'FF009',

@@ -3,7 +3,7 @@
 -- start_run's refusals and idempotency rules, with nothing written when any
 -- input is refused.
 BEGIN;
-SELECT plan(34);
+SELECT plan(36);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00');
 SELECT flowforge_test.define_diamond('bulk_dag', '{"queue": "bulk"}');
 
@@ -59,6 +59,15 @@ SELECT throws_ok($$SELECT * FROM flowforge.start_runs('bulk_dag', ARRAY['{}', '{
 SELECT throws_ok($$SELECT * FROM flowforge.start_runs('bulk_dag',
                      ARRAY['{}', jsonb_build_object('big', repeat('x', 1100000))]::jsonb[])$$,
                  'FF009', NULL, 'an input over the size limit: FF009');
+SELECT throws_ok($$SELECT * FROM flowforge.start_runs('bulk_dag',
+                     ARRAY['{}', jsonb_build_object('x', (repeat('[', 64) || '1' || repeat(']', 64))::jsonb)]::jsonb[])$$,
+                 'FF009', 'run input 2: run input is nested more than 64 levels deep',
+                 'an input nested deeper than the limit: FF009 naming its position');
+SAVEPOINT deep;
+SELECT is((SELECT count(*)::int FROM flowforge.start_runs('bulk_dag',
+              ARRAY[jsonb_build_object('x', (repeat('[', 63) || '1' || repeat(']', 63))::jsonb)]::jsonb[])), 1,
+          'an input nested exactly to the limit is accepted');
+ROLLBACK TO SAVEPOINT deep;
 SELECT throws_ok($$SELECT * FROM flowforge.start_runs('no_such_workflow', ARRAY['{}']::jsonb[])$$, 'FF001', NULL,
                  'unknown workflow: FF001');
 SELECT is((SELECT row((SELECT count(*) FROM flowforge.workflow_run), (SELECT count(*) FROM flowforge.task_run_event),
