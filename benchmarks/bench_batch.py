@@ -54,8 +54,10 @@ def bare_batch_step(conn, i):
 class SdkSubject(c.Subject):
     """The worker SDK draining the backlog with no-op handlers for one timed round."""
 
-    def __init__(self, dsn: str):
-        super().__init__("flowforge SDK", dsn, None, lambda n: c.start_runs(dsn, "single", n), first_guess=5000)
+    def __init__(self, dsn: str, concurrency: int = BATCH):
+        super().__init__(f"flowforge SDK c{concurrency}", dsn, None, lambda n: c.start_runs(dsn, "single", n),
+                         first_guess=5000)
+        self.concurrency = concurrency
 
     def round(self, seconds: float) -> float:
         import flowforge
@@ -65,7 +67,8 @@ class SdkSubject(c.Subject):
             self.enqueue(want - self.backlog)
             self.backlog += want - self.backlog
         c.checkpoint(self.dsn)
-        worker = flowforge.Worker(["default"], concurrency=BATCH, dsn=self.dsn, poll_interval=0.05, grace_period=5)
+        worker = flowforge.Worker(["default"], concurrency=self.concurrency, dsn=self.dsn, poll_interval=0.05,
+                                  grace_period=5)
         worker.register("work", lambda ctx, data: None)
         worker.start()
         time.sleep(0.5)  # connected, listening, first claims made: not timed
@@ -98,7 +101,9 @@ def main() -> None:
                f"so claim({BATCH}) + complete_many from 4 threads")
     ff10 = c.Subject("flowforge batch-10", dsn, ff_batch_step(10), lambda n: c.start_runs(dsn, "single", n),
                      first_guess=3000)
-    c.alternate([bare, subject, ff10], n_rounds, seconds)
+    # The same SDK at concurrency 10, side by side: more capacity must never make it slower (issue 17).
+    sdk10 = SdkSubject(dsn, 10) if via_sdk else None
+    c.alternate([bare, subject, ff10] + ([sdk10] if sdk10 else []), n_rounds, seconds)
     ratio = subject.median / bare.median
     c.figure(f"batched claim {BATCH} + complete_many", subject.median, "tasks/s", baseline="bare batch-of-10",
              baseline_value=bare.median, ratio=ratio, target=f">= {TARGET_TASKS:,} tasks/s",
@@ -107,6 +112,12 @@ def main() -> None:
                                "FlowForge batch-10 loop"],
                     "values": [bare.median, subject.median, ff10.median],
                     "rounds": [bare.rates, subject.rates, ff10.rates], "unit": "tasks/s"})
+    if sdk10 is not None:
+        c.figure(f"SDK throughput at concurrency {BATCH} vs at concurrency 10", subject.median, "tasks/s",
+                 baseline="concurrency 10", baseline_value=sdk10.median, ratio=subject.median / sdk10.median,
+                 target=">= 1.0", met=subject.median >= sdk10.median,
+                 note=f"flowforge.Worker, no-op handlers, default prefetch; median of {n_rounds} alternating "
+                      f"{seconds:g}s rounds")
     ratio10 = ff10.median / bare.median
     c.figure("batched claim 10 + complete_many", ff10.median, "tasks/s", baseline="bare batch-of-10",
              baseline_value=bare.median, ratio=ratio10, note="raw client loop, like-for-like batch size")

@@ -39,6 +39,8 @@ SCRIPTS = [  # (key, file, what, rough share of the budget in seconds, full run)
     ("push", "bench_push.py", "outbox -> RabbitMQ via daemon vs raw pika", 30),
     ("peers", "bench_peers.py", "10k no-op drain: Procrastinate, PgQueuer, Graphile", 170),
     ("fanout", "bench_fanout.py", "map child vs lone work item, 1k and 10k elements", 90),
+    ("engines", "bench_engines.py", "graph step and machine event vs one DAG task's claim+complete", 50),
+    ("enqueue", "bench_enqueue.py", "bulk enqueue: start_runs of 100k runs vs Graphile add_jobs", 90),
     ("profile", "profile_claim.py", "where one claim + complete spends its time", 15),
 ]
 BUDGET = 15 * 60

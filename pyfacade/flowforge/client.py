@@ -132,6 +132,14 @@ class Client:
             "idempotency_key": idempotency_key,
         })
 
+    def start_runs(self, workflow: str, inputs: Sequence[Any],
+                   idempotency_keys: Sequence[str | None] | None = None) -> list[uuid.UUID]:
+        """One run per input (None is {}), in one statement; the run ids in input order."""
+        return [row["id"] for row in fetch_all(self.conn, queries.START_RUNS, {
+            "workflow": workflow, "inputs": [jsonb({} if i is None else i) for i in inputs],
+            "idempotency_keys": None if idempotency_keys is None else list(idempotency_keys),
+        })]
+
     def cancel_run(self, run_id: uuid.UUID, reason: str | None = None) -> None:
         execute(self.conn, queries.CANCEL_RUN, {"run_id": run_id, "reason": reason})
 

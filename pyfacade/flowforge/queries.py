@@ -347,6 +347,12 @@ SELECT flowforge.start_run(workflow => %(workflow)s::text, input => %(input)s::j
                            idempotency_key => %(idempotency_key)s::text) AS id
 """
 
+# Bulk enqueue: one run per input, one id per input in input order (keys: NULL or parallel to inputs).
+START_RUNS = """
+SELECT id FROM flowforge.start_runs(workflow => %(workflow)s::text, inputs => %(inputs)s::jsonb[],
+                                    idempotency_keys => %(idempotency_keys)s::text[]) AS id
+"""
+
 CANCEL_RUN = "SELECT flowforge.cancel_run(run_id => %(run_id)s::uuid, reason => %(reason)s::text)"
 
 RETRY_RUN = "SELECT flowforge.retry_run(run_id => %(run_id)s::uuid)"

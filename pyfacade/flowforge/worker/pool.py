@@ -17,7 +17,7 @@ import json
 import logging
 import queue as _queue
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from .context import Context, Handler, PermanentError
 from .decode import Undecodable
@@ -31,7 +31,8 @@ log = logging.getLogger("flowforge.worker")
 
 class HandlerPool:
     def __init__(self, registry: Registry, results: Results, heartbeats: Heartbeats, in_flight: InFlight,
-                 stats: Stats, worker_name: str, *, wake: threading.Event, abandon: threading.Event):
+                 stats: Stats, worker_name: str, *, wake: threading.Event, abandon: threading.Event,
+                 wants_claim: Callable[[], bool] = lambda: True):
         self._registry = registry
         self._results = results
         self._heartbeats = heartbeats
@@ -39,6 +40,9 @@ class HandlerPool:
         self._stats = stats
         self._worker_name = worker_name
         self._wake = wake                  # set when a job finished: capacity freed
+        # Whether the room freed is worth a claim now (else the wake-up would cost
+        # the claim loop a thread switch per finished job and claim nothing).
+        self._wants_claim = wants_claim
         self._abandon = abandon            # grace period over: run and write nothing more
         self._jobs: _queue.Queue = _queue.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -65,7 +69,8 @@ class HandlerPool:
                 log.exception("internal error running %s", job.describe())
             finally:
                 self._in_flight.remove(job)
-                self._wake.set()
+                if self._wants_claim():
+                    self._wake.set()
                 if job.broker is not None:
                     job.broker.ack(job)
 

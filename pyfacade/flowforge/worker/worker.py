@@ -32,7 +32,7 @@ from .context import Handler
 from .heartbeats import Heartbeats
 from .jobs import InFlight, Stats
 from .pool import HandlerPool
-from .pull import MAX_TASK_NAMES, PullQueues
+from .pull import MAX_TASK_NAMES, PullQueues, claim_window
 from .push import PushConsumer
 from .queues import PushBinding, plan
 from .registry import Registry
@@ -59,6 +59,12 @@ class Worker:
     ``complete_batch_interval``: results of pull tasks are written together by
     ``flowforge.complete_many`` at most this many seconds after the handler
     returned (default 2 ms); 0 writes each with ``flowforge.complete`` at once.
+    ``prefetch``: how many claimed units may wait in the local queue on top of
+    the ``concurrency`` running (default: as many as ``concurrency``; 0 claims
+    only for idle handlers).  A claim is made once half of that is free, so
+    claims come in batches and handlers do not wait for a round trip between
+    units.  Prefetched units are held (leased and heartbeaten) like running
+    ones; at shutdown they run within the grace period like the rest.
 
     ``agent``: register the process as the agent of that name (its claim
     name too): it heartbeats metrics every ``heartbeat_interval`` seconds,
@@ -79,7 +85,8 @@ class Worker:
                  poll_interval: float = 1.0, grace_period: float = 30.0,
                  push_queues: list[str] | tuple[str, ...] = (), amqp_url: str | None = None,
                  complete_batch_interval: float = 0.002, agent: str | None = None, register: bool = False,
-                 labels: dict | None = None, agent_info: dict | None = None, heartbeat_interval: float = 10.0):
+                 labels: dict | None = None, agent_info: dict | None = None, heartbeat_interval: float = 10.0,
+                 prefetch: int | None = None):
         if isinstance(queues, str) or isinstance(push_queues, str):
             raise TypeError("queues and push_queues are lists of queue names, not a string")
         if not queues and not push_queues:
@@ -90,6 +97,9 @@ class Worker:
             raise ValueError("lease must be between 3 seconds and 1 day")
         if poll_interval <= 0 or grace_period < 0:
             raise ValueError("poll_interval must be positive and grace_period not negative")
+        if prefetch is not None and (isinstance(prefetch, bool) or not isinstance(prefetch, int)
+                                     or not 0 <= prefetch <= 1000):
+            raise ValueError("prefetch must be a whole number between 0 and 1000")
         if not 0 <= complete_batch_interval <= 1:
             raise ValueError("complete_batch_interval must be between 0 and 1 second")
         if agent is not None and (not isinstance(agent, str) or not 1 <= len(agent) <= 200):
@@ -104,6 +114,8 @@ class Worker:
         self.queues = list(queues)
         self.push_queues = list(push_queues)
         self.concurrency = concurrency
+        self.prefetch = concurrency if prefetch is None else prefetch
+        self.prefetch = min(self.prefetch, 1000)
         self.dsn = dsn
         self.amqp_url = amqp_url
         self.name = agent or name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -231,8 +243,11 @@ class Worker:
             self._heartbeats = Heartbeats(ops, self._in_flight, self.lease, self._abandon)
             results = Results(ops, self._stats, self.lease, self._abandon, dsn=dsn if pull else None,
                               batch_interval=self.complete_batch_interval)
+            capacity, min_claim = claim_window(self.concurrency, self.prefetch if pull or item_queues else 0)
             pool = HandlerPool(self._registry, results, self._heartbeats, self._in_flight, self._stats, self.name,
-                               wake=self._wake, abandon=self._abandon)
+                               wake=self._wake, abandon=self._abandon,
+                               wants_claim=lambda: (self._stop.is_set()
+                                                    or capacity - self._in_flight.count >= min_claim))
             pool.start(self.concurrency)
             threading.Thread(target=self._heartbeat_thread, name="flowforge-heartbeat", daemon=True).start()
             pulling = (self._pull_queues(dsn, pull, pool.submit, item_queues, agent)
@@ -272,7 +287,8 @@ class Worker:
         return PullQueues(dsn, queues, self.name, lease=self.lease, concurrency=self.concurrency,
                           poll_interval=self.poll_interval, in_flight=self._in_flight, submit=submit,
                           stop=self._stop, wake=self._wake, task_names=lambda: list(self.handlers),
-                          item_queues=item_queues, may_claim=agent.may_claim if agent is not None else lambda: True)
+                          item_queues=item_queues, may_claim=agent.may_claim if agent is not None else lambda: True,
+                          prefetch=self.prefetch)
 
     def _push_consumer(self, amqp_url: str, bindings: list[PushBinding], database: str, ops: SharedConnection,
                        submit) -> PushConsumer:

@@ -109,6 +109,150 @@ COMMENT ON FUNCTION flowforge.start_run(text, jsonb, text) IS
   'as for every API call.';
 SELECT flowforge._rights('flowforge.start_run(text,jsonb,text)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
 
+-- Many runs of one workflow in one call: the same checks and idempotency
+-- rules as start_run, applied to every input at once, and one set-based
+-- start by the engine (_start_engine_runs). Bulk enqueue: one statement and
+-- one transaction for up to 100,000 runs, nothing written if any input is refused.
+CREATE OR REPLACE FUNCTION flowforge.start_runs(workflow text, inputs jsonb[], idempotency_keys text[] DEFAULT NULL)
+RETURNS SETOF uuid
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+    v_org constant uuid := flowforge._authorize('member');
+    v_now constant timestamptz := flowforge.now();
+    v_workflow record;
+    v_bad record;
+    v_inputs jsonb[];
+    v_keys text[];
+    v_ids uuid[];        -- per input, in order: the run it names (started now, or the key's earlier run)
+    v_new integer[];     -- positions of the inputs that start a run in this call
+    v_actor text;
+BEGIN
+    IF start_runs.inputs IS NULL OR cardinality(start_runs.inputs) > 100000 OR array_ndims(start_runs.inputs) > 1 THEN
+        RAISE EXCEPTION 'inputs must be an array of at most 100000 run inputs, got %',
+            coalesce(cardinality(start_runs.inputs)::text, 'NULL')
+            USING ERRCODE = 'FF003', HINT = 'Pass ARRAY[''{}''::jsonb, ...]; split larger loads into several calls.';
+    END IF;
+    IF start_runs.idempotency_keys IS NOT NULL
+       AND (cardinality(start_runs.idempotency_keys) <> cardinality(start_runs.inputs)
+            OR array_ndims(start_runs.idempotency_keys) > 1) THEN
+        RAISE EXCEPTION 'idempotency_keys must be NULL or one key (or NULL) per input: % keys for % inputs',
+            cardinality(start_runs.idempotency_keys), cardinality(start_runs.inputs)
+            USING ERRCODE = 'FF003', HINT = 'Pass a parallel array; NULL where a run needs no key.';
+    END IF;
+    IF cardinality(start_runs.inputs) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(coalesce(i.input, '{}') ORDER BY i.n),
+           array_agg(start_runs.idempotency_keys[i.n] ORDER BY i.n)
+    INTO v_inputs, v_keys
+    FROM unnest(start_runs.inputs) WITH ORDINALITY AS i(input, n);
+
+    -- The checks of start_run, for every input; the first refused one is named by its position.
+    SELECT i.n, jsonb_typeof(i.input) AS kind INTO v_bad
+    FROM unnest(v_inputs) WITH ORDINALITY AS i(input, n)
+    WHERE jsonb_typeof(i.input) <> 'object' ORDER BY i.n LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'run input % must be a JSON object, got %', v_bad.n, v_bad.kind
+            USING ERRCODE = 'FF003', HINT = 'Wrap the value: {"value": ...}.';
+    END IF;
+    -- _payload_problem's two limits, tested set-based with the settings read once; it
+    -- is called (for its message) only for an input that breaks one. A document
+    -- nested deeper than max_json_depth has at least that many bracket pairs more,
+    -- so a shorter text needs no depth test.
+    SELECT i.n, flowforge._payload_problem(i.input, 'run input') AS problem INTO v_bad
+    FROM unnest(v_inputs) WITH ORDINALITY AS i(input, n)
+    CROSS JOIN flowforge.setting s
+    CROSS JOIN LATERAL (SELECT octet_length(i.input::text) AS size) l
+    WHERE l.size > s.max_payload_bytes
+       OR (l.size >= 2 * (s.max_json_depth + 1)
+           AND jsonb_path_exists(i.input, format('strict $.**{%s}', s.max_json_depth + 1)::jsonpath))
+    ORDER BY i.n LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'run input %: %', v_bad.n, v_bad.problem
+            USING ERRCODE = 'FF009',
+                  HINT = 'Store large or deeply nested data elsewhere and pass a reference; the limits are '
+                         'flowforge.setting.max_payload_bytes and max_json_depth.';
+    END IF;
+    SELECT k.n INTO v_bad
+    FROM unnest(v_keys) WITH ORDINALITY AS k(key, n)
+    WHERE k.key IS NOT NULL AND length(k.key) NOT BETWEEN 1 AND 200 ORDER BY k.n LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'idempotency key % must be 1 to 200 characters', v_bad.n
+            USING ERRCODE = 'FF003', HINT = 'Use a short stable key, such as a request id.';
+    END IF;
+
+    SELECT w.id, w.name, w.kind, w.spec INTO v_workflow
+    FROM flowforge.workflow w
+    WHERE w.organization_id = v_org AND w.name = start_runs.workflow
+    ORDER BY w.version DESC
+    LIMIT 1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(start_runs.workflow), 'NULL')
+            USING ERRCODE = 'FF001', HINT = 'Define it first with flowforge.define_workflow(spec).';
+    END IF;
+
+    SELECT array_agg(gen_random_uuid()) INTO v_ids FROM generate_series(1, cardinality(v_inputs));
+    IF cardinality(array_remove(v_keys, NULL)) = 0 THEN
+        v_new := ARRAY(SELECT generate_series(1, cardinality(v_inputs)));
+    ELSE
+        -- Claim the keys first, in key order (two calls sharing keys wait for each
+        -- other in one order, never in a cycle); a key already taken — by an earlier
+        -- call or earlier in this one — names its run when the request matches.
+        INSERT INTO flowforge.idempotency_key (organization_id, key, workflow_run_id, request_hash, created_at)
+        SELECT v_org, k.key, v_ids[k.n], md5(v_workflow.name || '/' || v_inputs[k.n]::text), v_now
+        FROM unnest(v_keys) WITH ORDINALITY AS k(key, n)
+        WHERE k.key IS NOT NULL
+        ORDER BY k.key, k.n
+        ON CONFLICT DO NOTHING;
+        SELECT k.n, k.key, ik.workflow_run_id INTO v_bad
+        FROM unnest(v_keys) WITH ORDINALITY AS k(key, n)
+        JOIN flowforge.idempotency_key ik ON ik.organization_id = v_org AND ik.key = k.key
+        WHERE ik.request_hash <> md5(v_workflow.name || '/' || v_inputs[k.n]::text)
+        ORDER BY k.n LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'idempotency key % was already used for a different workflow or input (run %)',
+                quote_literal(v_bad.key), v_bad.workflow_run_id
+                USING ERRCODE = 'FF006', HINT = 'Use a new key for a different request.';
+        END IF;
+        SELECT array_agg(coalesce(ik.workflow_run_id, v_ids[k.n]) ORDER BY k.n),
+               array_agg(k.n ORDER BY k.n) FILTER (WHERE ik.workflow_run_id IS NULL OR ik.workflow_run_id = v_ids[k.n])
+        INTO v_ids, v_new
+        FROM unnest(v_keys) WITH ORDINALITY AS k(key, n)
+        LEFT JOIN flowforge.idempotency_key ik ON ik.organization_id = v_org AND ik.key = k.key;
+    END IF;
+
+    IF v_new IS NOT NULL THEN
+        PERFORM flowforge._start_engine_runs(v_workflow.kind, v_org,
+            ARRAY(SELECT v_ids[n] FROM unnest(v_new) AS n), v_workflow.id, v_workflow.spec,
+            ARRAY(SELECT v_inputs[n] FROM unnest(v_new) AS n), ARRAY(SELECT v_keys[n] FROM unnest(v_new) AS n), v_now);
+        -- Audited like start_run: one row per run started (a repeated key writes nothing).
+        v_actor := flowforge._actor();
+        INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, entity_id, fields, created_at)
+        SELECT v_org, v_actor, 'start', 'workflow_run', v_ids[n]::text,
+               CASE WHEN v_keys[n] IS NULL THEN ARRAY['workflow', 'input']
+                    ELSE ARRAY['workflow', 'input', 'idempotency_key'] END, v_now
+        FROM unnest(v_new) AS n;
+    END IF;
+    RETURN QUERY SELECT u.id FROM unnest(v_ids) WITH ORDINALITY AS u(id, n) ORDER BY u.n;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.start_runs(text, jsonb[], text[]) IS
+  'start_runs(workflow text, inputs jsonb[], idempotency_keys text[] default null) -> setof uuid. Starts one run of the '
+  'latest version of the named workflow per input (a NULL input is {}), in one statement and one transaction: every '
+  'run is what start_run makes (for a dag its workflow_run, its task runs, its directory row and events run_started '
+  'and created, written set-based; for a graph or a statemachine each run is started by its engine in turn) and is '
+  'audited. Returns one run id per input, in input order. idempotency_keys, when given, is parallel to inputs (NULL '
+  'where a run needs no key): a key already used with the same workflow and input — by an earlier call or earlier in '
+  'this one — names that run and starts nothing. At most 100,000 inputs per call; when any input is refused nothing '
+  'is written. Errors: FF001 unknown workflow; FF003 inputs NULL or over 100,000, keys not parallel, an input not an '
+  'object or a bad key (the message names its position); FF006 a key reused for a different request; FF009 an input '
+  'over the size limit; FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.start_runs(text,jsonb[],text[])', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
+
 CREATE OR REPLACE FUNCTION flowforge.cancel_run(run_id uuid, reason text DEFAULT NULL) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp

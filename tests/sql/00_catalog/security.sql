@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(326);
+SELECT plan(327);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the eight group roles exist (0022 added flowforge_webhook, the
@@ -387,6 +387,27 @@ SELECT results_eq(
              ('flowforge.purge(interval,boolean,integer)', 'flowforge.history_purge='),
              ('flowforge.tick(text)', 'flowforge.history_purge=')$$,
     'only _purge turns flowforge.history_purge on; purge() and tick() discard a value the caller set');
+
+-- Starting runs (issue 17 added start_runs, bulk enqueue): apps and the
+-- gateway start runs one at a time or many in one call; the set-based DAG
+-- path and its hook are reached only through start_runs.
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", pg_get_userbyid(p.proowner)::text COLLATE "default",
+             array_to_string(ARRAY(SELECT r.rolname::text FROM pg_roles r
+                                   WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                                                       'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook')
+                                     AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                                   ORDER BY r.rolname), ',') COLLATE "default",
+             p.prosecdef
+      FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND p.proname IN ('start_run', 'start_runs', '_start_engine_runs', '_dag_start_runs')
+      ORDER BY 1$$,
+    $$VALUES ('flowforge._dag_start_runs(uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._start_engine_runs(text,uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge.start_run(text,jsonb,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.start_runs(text,jsonb[],text[])', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true)$$,
+    'start_run and start_runs: apps and the gateway start runs; the bulk path''s internals are callable by nobody');
 
 -- The state-machine engine's functions (0017): send_event is the API (apps
 -- and the gateway send events; a worker only reports its action through

@@ -606,7 +606,10 @@ SELECT results_eq(
 -- ---------------------------------------------------------------------------
 SELECT col_default_is('flowforge', t, 'id', 'gen_random_uuid()', format('%s.id defaults to gen_random_uuid()', t))
 FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'scheduled_trigger',
-                  'workflow_run', 'task_run', 'outbox_message', 'task_run_event']) AS t;
+                  'workflow_run', 'outbox_message']) AS t;
+-- Task runs and history rows are keyed by time-ordered ids since 0037 (insert locality with a large history).
+SELECT col_default_is('flowforge', t, 'id', 'flowforge.uuid7()', format('%s.id defaults to flowforge.uuid7()', t))
+FROM unnest(ARRAY['task_run', 'task_run_event']) AS t;
 SELECT col_default_is('flowforge', t, 'created_at', 'now()', format('%s.created_at defaults to now()', t))
 FROM unnest(ARRAY['organization', 'membership', 'api_key', 'audit_log', 'workflow', 'task', 'scheduled_trigger',
                   'workflow_run', 'task_run', 'idempotency_key', 'outbox_message', 'task_run_event', 'queue']) AS t;

@@ -1,0 +1,22 @@
+-- FlowForge 0036: room on the page for the run tables' updates to be heap-only (HOT).
+-- engine_run's end stamp (ended_at) and workflow_run's counters are not indexed,
+-- so their updates can be HOT — but only with room on the row's own page, and
+-- at the default fillfactor 100 there is none: 65 of 2,000 engine_run updates
+-- were HOT (benchmarks/hot_updates.py, 1,500 single-task and 500 two-task runs
+-- through claim + complete). Each non-HOT update inserts a new entry into every
+-- index (six on engine_run, four on workflow_run) and leaves the old row
+-- behind. Measured by fillfactor (the same workload; HOT / all updates,
+-- pages):      engine_run        workflow_run
+--   100        65/2000, 67     12/2500, 74
+--    80       528/2000, 73     90/2500, 83
+--    70       803/2000, 77    113/2500, 88
+--    50      2000/2000, 67    255/2500, 83
+-- At 50 every directory update is HOT and the table is no larger: each row is
+-- updated about once in its life, and a non-HOT update's new version took a
+-- page elsewhere anyway. workflow_run's last update changes its state
+-- (indexed) and is never HOT; the counter updates before it are.
+-- Applies to pages written from now on; existing rows keep their pages until
+-- rewritten (VACUUM FULL / pg_repack, an operator's choice).
+-- depends: 0027_inspection_indexes
+ALTER TABLE flowforge.engine_run SET (fillfactor = 50);
+ALTER TABLE flowforge.workflow_run SET (fillfactor = 50);
