@@ -17,6 +17,6 @@
 -- (indexed) and is never HOT; the counter updates before it are.
 -- Applies to pages written from now on; existing rows keep their pages until
 -- rewritten (VACUUM FULL / pg_repack, an operator's choice).
--- depends: 0027_inspection_indexes
+-- depends: 0034_tenant_keys
 ALTER TABLE flowforge.engine_run SET (fillfactor = 50);
 ALTER TABLE flowforge.workflow_run SET (fillfactor = 50);
