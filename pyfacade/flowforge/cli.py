@@ -33,6 +33,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("flowforge.commands.agent", "agent"),
     ("flowforge.commands.org", "org"),
     ("flowforge.commands.daemon", "daemon"),
+    ("flowforge.commands.serve", "serve"),
     ("flowforge.commands.server", "status"),
     ("flowforge.commands.server", "stop"),
 )

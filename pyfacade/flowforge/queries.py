@@ -456,6 +456,14 @@ SELECT flowforge.send_event(run_id => %(run_id)s::uuid, event => %(event)s::text
 
 # engine_id: the daemon's instance id, so the organizations' duties are shared among
 # live daemons by per-organization leases; NULL: every organization's (a lone scheduler).
+# The webhook receiver's one call (flowforge serve): raw body and two headers in,
+# {"status", "firing" | "error"} out; its own transaction on an autocommit connection.
+RECEIVE_WEBHOOK = """
+SELECT flowforge.receive_webhook(organization => %(organization)s::text, trigger => %(trigger)s::text,
+                                 body => %(body)s::bytea, signature => %(signature)s::text,
+                                 delivery_id => %(delivery_id)s::text) AS answer
+"""
+
 TICK = "SELECT flowforge.tick(engine_id => %(engine_id)s::text) AS counts"
 
 LIST_ENGINES = "SELECT engine_id, live, organizations, heartbeat_at FROM flowforge.list_engines()"
