@@ -10,7 +10,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
       postgresql-15-plpgsql-check rabbitmq-server pgbouncer chromium chromium-driver \
-      python3 python3-venv make ca-certificates passwd \
+      python3 python3-venv make ca-certificates passwd git openssl curl \
  && rm -rf /var/lib/apt/lists/*
 
 # The test suite logs in as postgres over 127.0.0.1 without a password.

@@ -67,6 +67,9 @@ system-deps:
 	command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || missing="$$missing pgbouncer"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
+	command -v git >/dev/null || missing="$$missing git"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v curl >/dev/null || missing="$$missing curl"; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 	    echo "missing system packages:$$missing"; \

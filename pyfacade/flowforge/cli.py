@@ -32,6 +32,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("flowforge.commands.queue", "queue"),
     ("flowforge.commands.agent", "agent"),
     ("flowforge.commands.org", "org"),
+    ("flowforge.commands.trigger", "trigger"),
     ("flowforge.commands.daemon", "daemon"),
     ("flowforge.commands.serve", "serve"),
     ("flowforge.commands.server", "status"),

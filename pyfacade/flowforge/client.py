@@ -336,6 +336,59 @@ class Client:
     def defer_outbox(self, ids: Sequence[uuid.UUID], error: str) -> int:
         return fetch_value(self.conn, queries.DEFER_OUTBOX, {"ids": list(ids), "error": error})
 
+    # --- triggers (60_triggers, 80_reads/50_firings.sql) ---------------------------
+
+    def create_trigger(self, name: str, trigger_type: str, action: str, target: str,
+                       options: dict | None = None) -> uuid.UUID:
+        """A cron | webhook | gitpoll | filesystem trigger that starts ``target`` (a workflow) or signals it (an event)."""
+        return fetch_value(self.conn, queries.CREATE_TRIGGER, {
+            "name": name, "trigger_type": trigger_type, "action": action, "target": target,
+            "options": jsonb(options if options is not None else {})})
+
+    def set_trigger_enabled(self, name: str, enabled: bool) -> None:
+        execute(self.conn, queries.SET_TRIGGER_ENABLED, {"name": name, "enabled": enabled})
+
+    def drop_trigger(self, name: str) -> None:
+        """Soft delete: it never fires again; its firings and the runs they caused stay readable."""
+        execute(self.conn, queries.DROP_TRIGGER, {"name": name})
+
+    def fire_trigger(self, name: str, payload: Any = None, *, fired_on: datetime | None = None,
+                     delivery_id: str | None = None) -> dict:
+        """Fire by hand: ``{"firing_id", "outcome", "run_id", "error"}`` (a refusal is an outcome, not an error)."""
+        return fetch_value(self.conn, queries.FIRE_TRIGGER, {
+            "name": name, "payload": jsonb(payload if payload is not None else {}), "fired_on": fired_on,
+            "delivery_id": delivery_id})
+
+    def list_triggers(self) -> list[dict]:
+        return fetch_all(self.conn, queries.LIST_TRIGGERS)
+
+    def list_firings(self, trigger_name: str | None = None, outcome: str | None = None,
+                     max_rows: int = 50) -> list[dict]:
+        """Newest first; ``payload`` is None unless the caller is an admin of the organization."""
+        return fetch_all(self.conn, queries.LIST_FIRINGS,
+                         {"trigger_name": trigger_name, "outcome": outcome, "max_rows": max_rows})
+
+    def cron_next(self, expr: str, after: datetime, timezone: str = "UTC") -> datetime | None:
+        return fetch_value(self.conn, queries.CRON_NEXT, {"expr": expr, "after": after, "timezone": timezone})
+
+    # --- the daemon's feeders (50_feeders.sql) -------------------------------------
+
+    def feeder_triggers(self, engine_id: str | None = None) -> list[dict]:
+        """The live filesystem and gitpoll triggers (of the organizations ``engine_id`` serves)."""
+        return fetch_all(self.conn, queries.FEEDER_TRIGGERS, {"engine_id": engine_id})
+
+    def feeder_unfired(self, trigger_id: uuid.UUID, delivery_ids: Sequence[str]) -> list[str]:
+        return list(fetch_value(self.conn, queries.FEEDER_UNFIRED,
+                                {"trigger_id": trigger_id, "delivery_ids": list(delivery_ids)}) or [])
+
+    def feeder_fire(self, trigger_id: uuid.UUID, delivery_id: str, payload: Any,
+                    fired_on: datetime | None = None) -> dict:
+        return fetch_value(self.conn, queries.FEEDER_FIRE, {
+            "trigger_id": trigger_id, "delivery_id": delivery_id, "payload": jsonb(payload), "fired_on": fired_on})
+
+    def feeder_save_state(self, trigger_id: uuid.UUID, state: dict) -> None:
+        execute(self.conn, queries.FEEDER_SAVE_STATE, {"trigger_id": trigger_id, "state": jsonb(state)})
+
 
 def _parse_times(obj: dict) -> dict:
     """jsonb from the read API carries timestamps as ISO text (``*_at``, a history entry's ``at``); make them datetimes."""

@@ -456,6 +456,58 @@ SELECT flowforge.send_event(run_id => %(run_id)s::uuid, event => %(event)s::text
 
 # engine_id: the daemon's instance id, so the organizations' duties are shared among
 # live daemons by per-organization leases; NULL: every organization's (a lone scheduler).
+# --- triggers (sql/functions/60_triggers, 80_reads/50_firings.sql) ----------------------
+
+CREATE_TRIGGER = """
+SELECT flowforge.create_trigger(name => %(name)s::text, trigger_type => %(trigger_type)s::text,
+                                action => %(action)s::text, target => %(target)s::text,
+                                options => %(options)s::jsonb) AS id
+"""
+
+SET_TRIGGER_ENABLED = "SELECT flowforge.set_trigger_enabled(name => %(name)s::text, enabled => %(enabled)s::boolean)"
+
+DROP_TRIGGER = "SELECT flowforge.drop_trigger(name => %(name)s::text)"
+
+FIRE_TRIGGER = """
+SELECT flowforge.fire_trigger(name => %(name)s::text, payload => %(payload)s::jsonb,
+                              fired_on => %(fired_on)s::timestamptz, delivery_id => %(delivery_id)s::text) AS firing
+"""
+
+LIST_TRIGGERS = """
+SELECT id, name, trigger_type, action, target, enabled, options, input, next_fire_at, last_fired_at, created_at,
+       created_by
+  FROM flowforge.list_triggers()
+"""
+
+LIST_FIRINGS = """
+SELECT id, name, trigger_type, action, event, definition, run_id, result, error, fired_on, recorded_at, delivery_id,
+       payload, created_by
+  FROM flowforge.list_firings(trigger_name => %(trigger_name)s::text, outcome => %(outcome)s::text,
+                              max_rows => %(max_rows)s::int)
+"""
+
+CRON_NEXT = """
+SELECT flowforge.cron_next(expr => %(expr)s::text, after => %(after)s::timestamptz,
+                           timezone => %(timezone)s::text) AS next
+"""
+
+# The daemon's feeders (50_feeders.sql): which triggers to poll, what was fired already, fire one, save progress.
+FEEDER_TRIGGERS = """
+SELECT trigger_id, organization, name, trigger_type, options, state
+  FROM flowforge.feeder_triggers(engine_id => %(engine_id)s::text)
+"""
+
+FEEDER_UNFIRED = """
+SELECT flowforge.feeder_unfired(trigger_id => %(trigger_id)s::uuid, delivery_ids => %(delivery_ids)s::text[]) AS ids
+"""
+
+FEEDER_FIRE = """
+SELECT flowforge.feeder_fire(trigger_id => %(trigger_id)s::uuid, delivery_id => %(delivery_id)s::text,
+                             payload => %(payload)s::jsonb, fired_on => %(fired_on)s::timestamptz) AS firing
+"""
+
+FEEDER_SAVE_STATE = "SELECT flowforge.feeder_save_state(trigger_id => %(trigger_id)s::uuid, state => %(state)s::jsonb)"
+
 # The webhook receiver's one call (flowforge serve): raw body and two headers in,
 # {"status", "firing" | "error"} out; its own transaction on an autocommit connection.
 RECEIVE_WEBHOOK = """

@@ -26,6 +26,9 @@ STATE_COLOURS = {
     "running": "cyan",
     "problem": "red",
     "failed": "red",
+    "started": "green",     # trigger firings
+    "signalled": "green",
+    "refused": "red",
     "skip": "bright_black",
     "skipped": "bright_black",
     "cancelled": "bright_black",

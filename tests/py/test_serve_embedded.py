@@ -88,7 +88,7 @@ def test_demo_runs_are_served_from_the_embedded_default():
             assert str(key_file) in login, "the login page says where the embedded default's key is"
             with psycopg.connect(embedded.status(project).dsn) as conn:
                 users = {u for (u,) in conn.execute(
-                    "SELECT usename FROM pg_stat_activity WHERE application_name = 'flowforge-serve'")}
+                    "SELECT usename FROM pg_stat_activity WHERE application_name LIKE 'flowforge-serve%'")}
                 supers = {u for (u,) in conn.execute("SELECT rolname FROM pg_roles WHERE rolsuper")}
             assert users and not users & supers, f"serve reads as {users}, never as a superuser"
         finally:

@@ -1,4 +1,4 @@
-"""``flowforge daemon``: publish push-queue tasks to RabbitMQ and run ``tick()`` on a timer."""
+"""``flowforge daemon``: publish push-queue tasks to RabbitMQ, run ``tick()`` on a timer, poll the feeders."""
 
 from __future__ import annotations
 
@@ -28,12 +28,16 @@ EXIT_SCHEMA = outbox_daemon.EXIT_SCHEMA
 @click.option("--engine-id", metavar="ID",
               help=f"This daemon's instance id for tick(engine_id): the organizations' duties are shared among "
                    f"live daemons by it. Default: ${outbox_daemon.ENGINE_ID_ENV}, else <host>:<pid>.")
+@click.option("--feed-interval", type=float, metavar="SECONDS",
+              help=f"How often the feeders look at their directories and git branches (filesystem and gitpoll "
+                   f"triggers). Default: ${outbox_daemon.FEED_INTERVAL_ENV}, "
+                   f"else {outbox_daemon.DEFAULT_FEED_INTERVAL:g}.")
 @click.pass_obj
 @click.pass_context
 def daemon(ctx: click.Context, settings: Settings, dsn: str | None, amqp_url: str | None,
            tick_interval: float | None, batch_size: int | None, poll_interval: float | None,
-           engine_id: str | None) -> None:
-    """Call tick() and drain the outbox to RabbitMQ (if a broker is given) until SIGTERM/SIGINT.
+           engine_id: str | None, feed_interval: float | None) -> None:
+    """Call tick(), poll the feeder triggers and drain the outbox to RabbitMQ (if a broker is given) until SIGTERM/SIGINT.
 
     Logs one logfmt line per event to stderr. Exits 0 on SIGTERM/SIGINT after
     finishing the batch in flight, 2 when the database schema is not the one
@@ -43,7 +47,8 @@ def daemon(ctx: click.Context, settings: Settings, dsn: str | None, amqp_url: st
     try:
         config = outbox_daemon.resolve_config(
             (dsn or "").strip() or db.resolve_dsn(settings), amqp_url,
-            tick_interval=tick_interval, batch_size=batch_size, poll_interval=poll_interval, engine_id=engine_id)
+            tick_interval=tick_interval, batch_size=batch_size, poll_interval=poll_interval, engine_id=engine_id,
+            feed_interval=feed_interval)
     except errors.InvalidArgument as exc:
         raise click.UsageError(str(exc)) from None
     runner = outbox_daemon.Daemon(config)

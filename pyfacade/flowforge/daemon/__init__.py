@@ -29,6 +29,10 @@ and keeps time:
   among live daemons by per-organization leases in the database, so N
   daemons split M organizations with no leader; the ``serving`` log line
   says which it holds whenever that changes (``timer``);
+* the feeders every ``feed_interval``, right after a tick: the filesystem
+  and gitpoll triggers of the organizations this daemon serves, each new
+  file or commit fired once through ``feeder_fire``, their progress kept in
+  SQL (``feeders``);
 * bounded exponential backoff (at most ``MAX_BACKOFF`` seconds) for every
   reconnect, logged.
 
@@ -44,7 +48,7 @@ Logs go to stderr, one logfmt line per event (``event=published count=12
 This package's ``Daemon`` is the loop and its connection state; the rest is
 one module each: ``config`` (flags, environment, defaults), ``schema`` (the
 schema check), ``session`` (the bounded work session), ``outbox`` (one drain
-batch), ``timer`` (tick cadence and counts), ``publisher`` (AMQP with
+batch), ``timer`` (tick cadence and counts), ``feeders`` (filesystem and gitpoll triggers), ``publisher`` (AMQP with
 confirms), ``no_broker`` (push work waiting for a broker) and ``log``
 (logfmt lines, backoff).
 """
@@ -68,14 +72,17 @@ from .config import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OUTBOX_LEASE,
     DEFAULT_POLL_INTERVAL,
+    DEFAULT_FEED_INTERVAL,
     DEFAULT_TICK_INTERVAL,
     ENGINE_ID_ENV,
+    FEED_INTERVAL_ENV,
     OUTBOX_LEASE_ENV,
     POLL_INTERVAL_ENV,
     TICK_INTERVAL_ENV,
     DaemonConfig,
     resolve_config,
 )
+from .feeders import Feeders
 from .log import BASE_BACKOFF, MAX_BACKOFF, Backoff, EventLog
 from .no_broker import PushWaiting
 from .outbox import PUBLISH_DEADLINE, OutboxDrain
@@ -86,7 +93,7 @@ from .timer import Timer
 
 __all__ = [
     "BASE_BACKOFF", "BATCH_SIZE_ENV", "DEFAULT_BATCH_SIZE", "ENGINE_ID_ENV", "DEFAULT_OUTBOX_LEASE", "DEFAULT_POLL_INTERVAL",
-    "DEFAULT_TICK_INTERVAL", "EXIT_OK", "EXIT_SCHEMA", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_TIMEOUT", "MAX_BACKOFF",
+    "DEFAULT_FEED_INTERVAL", "DEFAULT_TICK_INTERVAL", "EXIT_OK", "FEED_INTERVAL_ENV", "EXIT_SCHEMA", "IDLE_IN_TRANSACTION_TIMEOUT", "LOCK_TIMEOUT", "MAX_BACKOFF",
     "OUTBOX_LEASE_ENV", "POLL_INTERVAL_ENV",
     "PUBLISH_DEADLINE", "STATEMENT_TIMEOUT", "TICK_INTERVAL_ENV", "Backoff", "Daemon", "DaemonConfig", "EventLog",
     "resolve_config", "schema_problem",
@@ -122,6 +129,7 @@ class Daemon:
                                     self._amqp_backoff)
                         if self.publisher is not None else None)
         self._timer = Timer(config.tick_interval, self.log, self.totals, engine_id=config.engine_id)
+        self._feeders = Feeders(config.feed_interval, self.log, self.totals, engine_id=config.engine_id)
 
     # --- lifecycle ------------------------------------------------------------
 
@@ -145,6 +153,7 @@ class Daemon:
                  amqp=mask_url(self.config.amqp_url) if self.config.amqp_url else "none",
                  schema=migrate.known_schema_version(), batch=self.config.batch_size,
                  tick_interval=self.config.tick_interval, poll_interval=self.config.poll_interval,
+                 feed_interval=self.config.feed_interval,
                  pooler=pooler.TRANSACTION if pooler.configured() else None)
         while not self._stopping:
             code = self._step()
@@ -162,7 +171,8 @@ class Daemon:
         if self.publisher is not None:
             self.publisher.close()
         self.log("stopped", signal=self._stop_signal, published=self.totals["published"],
-                 ticks=self.totals["ticks"], reaped=self.totals["reaped"], dispatched=self.totals["dispatched"])
+                 ticks=self.totals["ticks"], reaped=self.totals["reaped"], dispatched=self.totals["dispatched"],
+                 feeder_fired=self.totals["feeder_fired"])
 
     def _step(self) -> int | None:
         now = time.monotonic()
@@ -192,6 +202,10 @@ class Daemon:
         if self._timer.due(time.monotonic()) and self._work is not None and not self._stopping:
             if self._timer.tick(self._work):
                 self._outbox_written()  # its NOTIFY will come too; no need to wait for it
+        # After the tick: feeder_triggers(engine_id) lists the organizations the tick's leases gave us.
+        if self._feeders.due(time.monotonic()) and self._work is not None and not self._stopping:
+            if self._feeders.poll(self._work, stopping=lambda: self._stopping):
+                self._outbox_written()
         if not self._stopping and not self._need_drain_now():
             self._wait()
         return None
@@ -369,7 +383,7 @@ class Daemon:
 
     def _wait(self) -> None:
         """Sleep until the next tick or poll, a retry is due, a notification arrives, or a signal."""
-        deadline = min(self._timer.next_at, self._next_poll)
+        deadline = min(self._timer.next_at, self._feeders.next_at, self._next_poll)
         for backoff, down in ((self._listen_backoff, self._listening and self._listen is None),
                               (self._work_backoff, self._work is None),
                               (self._amqp_backoff, self.publisher is not None and not self.publisher.is_open)):

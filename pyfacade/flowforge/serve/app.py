@@ -32,7 +32,9 @@ from .gateway import Gateway
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 DEFAULT_MAX_BODY_BYTES = 1_048_576  # 1 MiB; the database refuses more than its max_payload_bytes anyway
-APPLICATION_NAME = "flowforge-serve"
+APPLICATION_NAME = "flowforge-serve"              # the webhook receiver's connections
+READS_APPLICATION_NAME = "flowforge-serve-reads"  # the UI's, the JSON API's and /metrics' (gateway login)
+OPERATOR_APPLICATION_NAME = "flowforge-serve-operator"  # the scrape token's (flowforge_readonly login)
 
 log = logging.getLogger("flowforge.serve")
 
@@ -78,16 +80,26 @@ def _connection_kwargs(dsn: str) -> dict:
     return kwargs
 
 
-def open_pool(dsn: str, *, max_size: int = 4, name: str = "flowforge-hooks") -> AsyncConnectionPool:
+def open_pool(dsn: str, *, max_size: int = 4, name: str = "flowforge-hooks", min_size: int = 1,
+              application_name: str = APPLICATION_NAME) -> AsyncConnectionPool:
     """An async pool of autocommit connections (each statement its own transaction); not opened yet."""
-    return AsyncConnectionPool(dsn, min_size=1, max_size=max_size, open=False,
-                               kwargs=_connection_kwargs(dsn), name=name,
+    kwargs = _connection_kwargs(dsn)
+    if "application_name" not in connection.parse_dsn(dsn):
+        kwargs["application_name"] = application_name
+    return AsyncConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
+                               kwargs=kwargs, name=name,
                                check=AsyncConnectionPool.check_connection)
 
 
 async def healthz(request: Request) -> JSONResponse:
-    """200 while the process answers (liveness: no database call; /readyz asks the database)."""
-    return JSONResponse({"status": "ok"})
+    """200 when the process answers and its database does; 503 (with why) when the database does not."""
+    pool: AsyncConnectionPool = request.app.state.hooks_pool
+    try:
+        async with pool.connection(timeout=connection.DEFAULT_CONNECT_TIMEOUT) as conn:
+            await conn.execute("SELECT 1")
+    except Exception as exc:  # noqa: BLE001 - any failure is "not healthy", said in one line
+        return JSONResponse({"status": "unavailable", "database": connection.first_line(exc)}, status_code=503)
+    return JSONResponse({"status": "ok", "database": "ok"})
 
 
 async def readyz(request: Request) -> JSONResponse:
@@ -107,8 +119,12 @@ async def readyz(request: Request) -> JSONResponse:
 def build_app(settings: ServeSettings) -> Starlette:
     """The ``flowforge serve`` application: ``GET /healthz`` and ``POST /hooks/{organization}/{trigger}``."""
     pool = open_pool(settings.receiver_dsn, max_size=settings.pool_max_size)
-    reads_pool = open_pool(settings.dsn, max_size=settings.pool_max_size, name="flowforge-serve")
-    operator_pool = (open_pool(settings.operator_dsn, max_size=2, name="flowforge-operator")
+    # The reads' pools connect on first use (min_size 0): a serve run for webhooks only, whose --dsn is
+    # not a gateway login, never opens one. Their own application_name tells them apart in pg_stat_activity.
+    reads_pool = open_pool(settings.dsn, max_size=settings.pool_max_size, name="flowforge-serve", min_size=0,
+                           application_name=READS_APPLICATION_NAME)
+    operator_pool = (open_pool(settings.operator_dsn, max_size=2, name="flowforge-operator", min_size=0,
+                               application_name=OPERATOR_APPLICATION_NAME)
                      if settings.operator_dsn else None)
     pools = [p for p in (pool, reads_pool, operator_pool) if p is not None]
 

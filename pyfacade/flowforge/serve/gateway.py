@@ -61,6 +61,12 @@ class Gateway:
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
         try:
             async with self.pool.connection(timeout=POOL_TIMEOUT) as conn:
+                if conn.info.parameter_status("is_superuser") == "on":
+                    # A superuser's reads would not be the key's: RLS and the API's checks do not bind it.
+                    raise errors.DatabaseUnavailable(
+                        f"flowforge serve reads as a gateway login, never as a superuser "
+                        f"({conn.info.user} is one)",
+                        hint="Pass --dsn with a login that is a member of flowforge_gateway (docs/ui.md).")
                 yield conn
         except PoolTimeout as exc:
             raise errors.DatabaseUnavailable(f"no database connection within {POOL_TIMEOUT:g}s: {exc}") from exc
