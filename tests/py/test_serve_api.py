@@ -17,7 +17,8 @@ import psycopg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from helpers_serve import drop_logins, seed, serve
+from flowforge.serve import ServeSettings
+from helpers_serve import Served, drop_logins, seed, serve
 
 ENDPOINTS = ["/api/v1/runs", "/api/v1/definitions", "/api/v1/definitions/nightly-report", "/api/v1/queues",
              "/api/v1/agents", "/api/v1/triggers", "/api/v1/firings"]
@@ -323,10 +324,21 @@ def test_metrics_counters_count_what_happened_since_the_last_scrape(env):
 def test_healthz_and_readyz(env):
     seeded, served = env
     with client(served) as c:
-        assert c.get("/healthz").json() == {"status": "ok"}
+        assert c.get("/healthz").json() == {"status": "ok", "database": "ok"}
         ready = c.get("/readyz")
         assert ready.status_code == 200 and ready.json()["status"] == "ok"
         assert ready.json()["schema_version"] == ready.json()["expected_schema_version"]
+
+
+def test_serve_never_reads_as_a_superuser(env):
+    seeded, _ = env
+    with Served(ServeSettings(dsn=seeded.dsn)) as superuser_served, client(superuser_served, seeded.key_a) as c:
+        for path in ("/api/v1/runs", "/metrics"):
+            r = c.get(path)
+            assert r.status_code == 503, (path, r.text)
+            assert "never as a superuser" in r.json()["error"]["message"]
+        assert c.get("/runs").status_code == 503
+        assert c.get("/readyz").status_code == 503
 
 
 def test_security_headers_on_every_response(env):
