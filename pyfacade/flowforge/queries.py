@@ -644,3 +644,8 @@ CREATE_SERVE_KEY = """
 SELECT flowforge.create_api_key(organization => %(organization)s::text, name => %(name)s::text,
                                 role => %(role)s::text) AS api_key
 """
+
+AGENT_HOLDINGS = """
+SELECT agent, what, unit_id, run_id, name, queue, since, lease_expires_at
+  FROM flowforge.agent_holdings(max_rows => %(limit)s::int)
+"""

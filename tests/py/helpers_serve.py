@@ -91,6 +91,8 @@ def seed(dsn: str, *, demo_runs: int = 2) -> Seeded:
         seeded.by_key_a = str(conn.execute("SELECT flowforge.start_run(%s, '{\"region\": \"apac\"}'::jsonb)",
                                            (demo.MAP,)).fetchone()[0])
         conn.commit()
+    with psycopg.connect(dsn, autocommit=True) as op:  # render-farm-1 holds one task of queue demo
+        op.execute("SELECT task_run_id FROM flowforge.claim(ARRAY['demo'], 'render-farm-1', '1 hour', 1)").fetchone()
     # org-b: its own definitions and runs, through the gateway with its own key.
     with seeded.gateway(key_b) as conn:
         conn.execute("SELECT flowforge.define_workflow(%s::jsonb)",

@@ -129,6 +129,16 @@ def test_filters(env):
         assert r.status_code == 404 and r.json()["error"]["code"] == "FF001"
 
 
+def test_agents_say_what_they_hold(env):
+    seeded, served = env
+    with client(served, seeded.key_a) as c:
+        agents = {a["name"]: a for a in all_pages(c, "/api/v1/agents")}
+    assert agents["render-farm-1"]["holding"] == 1 and agents["render-farm-1"]["metrics"] == {"cpu": 0.42, "rss_mb": 312}
+    (held,) = agents["render-farm-1"]["holds"]
+    assert held["what"] == "task_run" and held["queue"] == "demo" and held["lease_expires_at"]
+    assert agents["render-farm-2"]["status"] == "drained" and agents["render-farm-2"]["holds"] == []
+
+
 def test_payloads_only_for_admins(env):
     seeded, served = env
     with client(served, seeded.key_a) as admin, client(served, seeded.key_a_viewer) as viewer:

@@ -205,5 +205,12 @@ def test_fan_out_and_other_pages(browser, site):
         open_page(browser, served, path, ready)
         shoot(browser, name)
     outcomes = {r.get_attribute("data-outcome") for r in browser.find_elements(By.CSS_SELECTOR, "#firings tr[data-outcome]")}
+    open_page(browser, served, "/agents", "#agents tr[data-agent]")
+    statuses = {r.get_attribute("data-agent"): r.get_attribute("data-status")
+                for r in browser.find_elements(By.CSS_SELECTOR, "#agents tr[data-agent]")}
+    assert statuses["render-farm-1"] == "active" and statuses["render-farm-2"] == "drained"
+    held = [(r.get_attribute("data-agent"), r.get_attribute("data-what"))
+            for r in browser.find_elements(By.CSS_SELECTOR, "#holdings tr[data-what]")]
+    assert held == [("render-farm-1", "task_run")]
     assert outcomes == {"started", "refused"}
     no_csp_violations(browser)

@@ -115,7 +115,7 @@ def svg(layers: list[list[str]], nodes: dict[str, Node], edges: list[Edge], *, c
             x2, y2 = tx + NODE_W / 2 - 10, ty + NODE_H
             low = PAD + top + body_h + ARC_ROOM * lane
             d = f"M{x1:.0f},{y1:.0f} C{x1:.0f},{low:.0f} {x2:.0f},{low:.0f} {x2:.0f},{y2 + 2:.0f}"
-            lx, ly = (x1 + x2) / 2, low - 4 - (ARC_ROOM * 0.2)
+            lx, ly = (x1 + x2) / 2, low + 4  # under the arc, not on it
         walked = f' data-walked="{e.walked}"' if e.walked else ""
         parts.append(f'<g class="{cls}" data-from="{escape(e.source)}" data-to="{escape(e.target)}"{walked}>'
                      f'<path d="{d}" marker-end="url(#arrow)"/>')
@@ -275,5 +275,5 @@ def progress(done: int, total: int, failed: int = 0) -> dict:
     """The numbers a fan-out progress bar shows (an HTML <progress> element in the page)."""
     total = max(int(total or 0), 0)
     done = min(max(int(done or 0), 0), total) if total else int(done or 0)
-    return {"done": done, "total": total, "failed": int(failed or 0),
+    return {"finished": done, "total": total, "failed": int(failed or 0),
             "percent": round(100 * done / total) if total else 0}

@@ -261,11 +261,19 @@ async def definitions(s: Session, *, cursor: str | None = None, limit: int = DEF
     return _sorted_page(rows, "definitions", lambda r: (r["name"],), cursor, limit)
 
 
+MAX_VERSIONS_LISTED = 50
+
+
+async def spec_of(s: Session, name: str, version: int | None) -> dict:
+    """One version's normalized spec (what a run's drawing is drawn from)."""
+    return (await s.value(queries.GET_WORKFLOW, {"name": name, "version": version}))["spec"]
+
+
 async def definition(s: Session, name: str, version: int | None = None) -> dict:
-    """A definition's version (default: the latest) with its spec, and every version's number and date."""
+    """A definition's version (default: the latest) with its spec, and the newest 50 versions' numbers and dates."""
     found = await s.value(queries.GET_WORKFLOW, {"name": name, "version": version})
     versions = []
-    for v in range(found["versions"], 0, -1):
+    for v in range(found["versions"], max(found["versions"] - MAX_VERSIONS_LISTED, 0), -1):
         if v == found["version"]:
             versions.append({"version": v, "id": found["id"], "created_at": found["created_at"]})
             continue
@@ -280,9 +288,18 @@ async def queues(s: Session, *, cursor: str | None = None, limit: int = MAX_PAGE
     return _sorted_page(rows, "queues", lambda r: (r["queue"], r["unit_kind"]), cursor, limit)
 
 
+MAX_HOLDINGS = 2000
+
+
 async def agents(s: Session, *, cursor: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
-    rows = await s.rows(queries.LIST_AGENTS)
-    return _sorted_page(rows, "agents", lambda r: (r["name"],), cursor, limit)
+    """Agents by name, each with what it holds now (``holds``: task runs, work items, affinity keys)."""
+    page = _sorted_page(await s.rows(queries.LIST_AGENTS), "agents", lambda r: (r["name"],), cursor, limit)
+    held: dict[str, list[dict]] = {}
+    for row in await s.rows(queries.AGENT_HOLDINGS, {"limit": MAX_HOLDINGS}):
+        held.setdefault(row.pop("agent"), []).append(row)
+    for agent in page.items:
+        agent["holds"] = held.get(agent["name"], [])
+    return page
 
 
 async def triggers(s: Session, *, cursor: str | None = None, limit: int = DEFAULT_PAGE) -> Page:

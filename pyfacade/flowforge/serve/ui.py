@@ -168,7 +168,7 @@ async def run_page(s: Session, request: Request) -> Response:
     picture = None
     spec: dict = {}
     if run.get("workflow") is not None:
-        spec = (await reads.definition(s, run["workflow"], run.get("version")))["spec"]
+        spec = await reads.spec_of(s, run["workflow"], run.get("version"))
     if kind == "dag":
         tasks = render.dag_order(run.get("tasks") or [])
         picture = drawing.dag(spec.get("tasks") or tasks, {t["key"]: t for t in tasks})

@@ -279,6 +279,9 @@ BEGIN
     FROM flowforge._metrics(ARRAY[v_org], v_window.since, v_window.until, v_now) m
     JOIN flowforge.organization o ON o.id = m.organization_id
     ORDER BY 2, 1, 3::text;
+    -- Always one row, so a scrape of an organization with nothing to count still learns where its window ends.
+    RETURN QUERY SELECT NULL::text, 'window_end'::text, '{}'::jsonb, extract(epoch FROM v_window.until)::float8,
+                        v_window.until;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.metrics(timestamptz) IS
@@ -287,7 +290,8 @@ COMMENT ON FUNCTION flowforge.metrics(timestamptz) IS
   'queue_oldest_ready_age_seconds per queue and unit kind; outbox_backlog, outbox_oldest_age_seconds; agents per '
   'status; runs per engine and state) and the counts of the window (since, window_end] (claims, completions, '
   'failures, retries per queue and unit kind; trigger_firings per outcome), which the server adds to its counters. '
-  'window_end is now - 5 s; since is clamped to the last hour and NULL counts nothing (the first scrape). Reads '
+  'window_end is now - 5 s; since is clamped to the last hour and NULL counts nothing (the first scrape); a last '
+  'row, metric window_end with no organization, carries it even when nothing else is there. Reads '
   'live rows through partial indexes, the window''s events through idx_event_throughput, idx_event_retries and '
   'trigger_firing_recorded, and runs with one grouped pass. Viewer rights. Errors: FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.metrics(timestamptz)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');
@@ -314,6 +318,8 @@ BEGIN
     FROM flowforge._metrics(NULL, v_window.since, v_window.until, v_now) m
     JOIN flowforge.organization o ON o.id = m.organization_id
     ORDER BY 2, 1, 3::text;
+    RETURN QUERY SELECT NULL::text, 'window_end'::text, '{}'::jsonb, extract(epoch FROM v_window.until)::float8,
+                        v_window.until;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.metrics_all(timestamptz) IS
@@ -322,3 +328,56 @@ COMMENT ON FUNCTION flowforge.metrics_all(timestamptz) IS
   '(flowforge serve''s scrape token). For flowforge_readonly logins (not a gateway) and the operator. '
   'Errors: FF007 the caller is not a read operator.';
 SELECT flowforge._rights('flowforge.metrics_all(timestamptz)', 'flowforge_system', '{flowforge_readonly}');
+
+-- What each agent holds right now and the affinity keys bound to it (the
+-- agents page): running task runs by their lease owner, dispatched work items
+-- by their agent, through the partial indexes of those states; the bindings
+-- through affinity_binding_agent_idx. Bounded by max_rows, by agent name.
+CREATE OR REPLACE FUNCTION flowforge.agent_holdings(max_rows integer DEFAULT 500)
+RETURNS TABLE (agent text, what text, unit_id uuid, run_id uuid, name text, queue text, since timestamptz,
+               lease_expires_at timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_org constant uuid := flowforge._authorize('viewer');
+BEGIN
+    IF agent_holdings.max_rows IS NULL OR agent_holdings.max_rows NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'max_rows must be between 1 and 10000' USING ERRCODE = 'FF003', HINT = 'The default is 500.';
+    END IF;
+    RETURN QUERY
+    SELECT h.agent, h.what, h.unit_id, h.run_id, h.name, h.queue, h.since, h.lease_expires_at
+    FROM (
+        SELECT a.name::text AS agent, 'task_run'::text AS what, t.id AS unit_id, t.workflow_run_id AS run_id,
+               t.task_key::text AS name, t.queue::text AS queue, t.started_at AS since, t.lease_expires_at
+        FROM flowforge.agent a
+        JOIN flowforge.task_run t ON t.organization_id = v_org AND t.state = 'running' AND t.lease_owner = a.name
+        WHERE a.organization_id = v_org AND a.deleted_at IS NULL
+        UNION ALL
+        SELECT a.name::text, 'work_item', w.id, w.run_id,
+               w.task_name || coalesce('[' || w.item_index || ']', ''), w.queue::text, w.dispatched_at,
+               w.lease_expires_at
+        FROM flowforge.agent a
+        JOIN flowforge.work_item w ON w.organization_id = v_org AND w.status = 'dispatched' AND w.agent_id = a.name
+        WHERE a.organization_id = v_org AND a.deleted_at IS NULL
+        UNION ALL
+        SELECT a.name::text, 'affinity_binding', b.id, NULL::uuid, b.affinity_key, NULL::text, b.created_at, NULL
+        FROM flowforge.agent a
+        JOIN flowforge.affinity_binding b ON b.organization_id = v_org AND b.agent_id = a.name
+        WHERE a.organization_id = v_org AND a.deleted_at IS NULL
+    ) h
+    ORDER BY h.agent, h.what, h.since, h.unit_id
+    LIMIT agent_holdings.max_rows;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.agent_holdings(integer) IS
+  'agent_holdings(max_rows int default 500) -> setof (agent, what, unit_id, run_id, name, queue, since, '
+  'lease_expires_at): what each live agent of the caller''s organization holds now — its running task runs '
+  '(what = task_run: the task key, since it started, until its lease expires), its dispatched work items '
+  '(work_item: the task name, a fan-out child with its element), and the affinity keys bound to it '
+  '(affinity_binding: the key in name, since the binding was made) — by agent, kind and age, at most max_rows. '
+  'The units list_agents counts in holding and bindings. Viewer rights. Errors: FF003 max_rows outside 1..10000; '
+  'FF007/FF008 as for every API call.';
+SELECT flowforge._rights('flowforge.agent_holdings(integer)', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');

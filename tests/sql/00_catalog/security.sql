@@ -305,7 +305,7 @@ SELECT set_eq(
     'the operator read path (get_run, run_events, resolve_run_id, resolve_run, list_engines, fan_out_output, '
     'metrics_all)');
 
--- flowforge serve's reads (issue 20): run_causes, queue_stats and metrics for
+-- flowforge serve's reads (issue 20): run_causes, queue_stats, agent_holdings and metrics for
 -- apps and the gateway (viewer rights, the caller's organization, SECURITY
 -- DEFINER); metrics_all for flowforge_readonly alone, owned by flowforge_system
 -- (it reads every organization and checks the caller itself); the helpers
@@ -320,13 +320,14 @@ SELECT results_eq(
              p.prosecdef
       FROM pg_proc p
       WHERE p.pronamespace = 'flowforge'::regnamespace
-        AND p.proname IN ('run_causes', 'queue_stats', 'metrics', 'metrics_all', '_metrics', '_metrics_window',
+        AND p.proname IN ('run_causes', 'queue_stats', 'agent_holdings', 'metrics', 'metrics_all', '_metrics', '_metrics_window',
                           '_queue_live', '_event_window')
       ORDER BY 1$$,
     $$VALUES ('flowforge._event_window(uuid[],timestamp with time zone,timestamp with time zone)', 'flowforge_owner', '', false),
              ('flowforge._metrics(uuid[],timestamp with time zone,timestamp with time zone,timestamp with time zone)', 'flowforge_owner', '', false),
              ('flowforge._metrics_window(timestamp with time zone,timestamp with time zone)', 'flowforge_owner', '', false),
              ('flowforge._queue_live(uuid[],timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge.agent_holdings(integer)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
              ('flowforge.metrics(timestamp with time zone)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
              ('flowforge.metrics_all(timestamp with time zone)', 'flowforge_system', 'flowforge_readonly', true),
              ('flowforge.queue_stats()', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),

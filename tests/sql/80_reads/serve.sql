@@ -6,7 +6,7 @@
 BEGIN;
 SET LOCAL client_min_messages = warning;
 SET LOCAL TimeZone = 'UTC';
-SELECT plan(40);
+SELECT plan(46);
 SELECT flowforge_test.freeze_clock('2030-05-01 12:00:00+00');
 
 -- ------------------------------------------------------------------ fixture: the default organization's work
@@ -87,7 +87,11 @@ SELECT results_eq(
           UNION ALL SELECT 'graph', status::text FROM flowforge.graph_run
           UNION ALL SELECT 'statemachine', status::text FROM flowforge.machine_run) x GROUP BY 1, 2 ORDER BY 1, 2$$,
     'runs per engine and state: the run tables'' counts');
-SELECT is((SELECT array_agg(DISTINCT organization) FROM m), ARRAY['default'], 'every row names its organization');
+SELECT is((SELECT array_agg(DISTINCT organization) FROM m WHERE metric <> 'window_end'), ARRAY['default'],
+          'every figure names its organization');
+SELECT results_eq($$SELECT organization, labels, value FROM m WHERE metric = 'window_end'$$,
+                  $$VALUES (NULL::text, '{}'::jsonb, extract(epoch FROM '2030-05-01 12:00:25+00'::timestamptz)::float8)$$,
+                  'and one last row, window_end with no organization, says where the window ends');
 SELECT is((SELECT array_agg(DISTINCT window_end) FROM m), ARRAY['2030-05-01 12:00:25+00'::timestamptz],
           'window_end: now less the 5 s settle delay');
 SELECT is((SELECT count(*)::int FROM m WHERE metric IN ('claims', 'completions', 'failures', 'retries', 'trigger_firings')), 0,
@@ -128,6 +132,22 @@ SELECT results_eq(
       ORDER BY 1$$,
     $$VALUES ('claims', 3::float8), ('failures', 1)$$, 'a failure for good is a failure, not a retry');
 
+-- ------------------------------------------------------------------ agent_holdings
+SELECT isnt(flowforge.register_agent('sv-worker', '{"heartbeat_interval": "1 hour"}'), NULL, 'fixture: agent sv-worker');
+CREATE TEMP TABLE gi AS SELECT * FROM flowforge_test.claim_item(flowforge_test.item_of((SELECT g FROM r)), 'sv-worker');
+SELECT results_eq(
+    $$SELECT agent, what, unit_id, run_id, name, queue, since, lease_expires_at FROM flowforge.agent_holdings()$$,
+    $$VALUES ('sv-worker'::text, 'task_run'::text, (SELECT task_run_id FROM cl WHERE workflow_run_id NOT IN (SELECT d1 FROM r UNION SELECT d2 FROM r)),
+              ((SELECT started FROM fired) ->> 'run_id')::uuid, 'a'::text, 'sv-dag'::text,
+              '2030-05-01 12:00:10+00'::timestamptz, '2030-05-01 13:00:10+00'::timestamptz),
+             ('sv-worker', 'work_item', (SELECT work_item_id FROM gi), (SELECT g FROM r), 'draft', 'sv-graph',
+              '2030-05-01 12:00:40+00', (SELECT lease_expires_at FROM gi))$$,
+    'agent_holdings: the running task run the agent''s lease owns and the work item dispatched to it, with since and '
+    'lease expiry (tasks of a worker that is not an agent are not listed)');
+SELECT is((SELECT count(*)::int FROM flowforge.agent_holdings(1)), 1, 'max_rows bounds it');
+SELECT throws_ok($$SELECT * FROM flowforge.agent_holdings(0)$$, 'FF003', 'max_rows must be between 1 and 10000',
+                 'max_rows 0: FF003');
+
 -- ------------------------------------------------------------------ tenants and the operator
 SELECT isnt(flowforge.create_organization('sv-other', 'Other'), NULL, 'fixture: organization sv-other');
 SELECT flowforge_test.login('ff_t20_sv_other', 'sv-other', 'owner');
@@ -136,11 +156,14 @@ SELECT is(flowforge_test.as_login('ff_t20_sv_other', $$SELECT jsonb_build_array(
               flowforge.define_workflow('{"name": "sv_theirs", "tasks": [{"key": "only", "queue": "theirs"}]}'),
               flowforge.start_run('sv_theirs'))$$) ->> 'sqlstate', NULL, 'fixture: sv-other starts a run of its own');
 SELECT is(flowforge_test.as_login('ff_t20_sv_other',
-              $$SELECT jsonb_agg(DISTINCT organization) || jsonb_agg(DISTINCT labels ->> 'queue') FILTER (WHERE metric = 'queue_ready')
+              $$SELECT jsonb_agg(DISTINCT organization) FILTER (WHERE metric <> 'window_end')
+                       || jsonb_agg(DISTINCT labels ->> 'queue') FILTER (WHERE metric = 'queue_ready')
                 FROM flowforge.metrics('2030-05-01 11:59:00+00')$$),
           '["sv-other", "theirs"]'::jsonb, 'a tenant''s metrics are its organization''s only (its queue, not ours)');
 SELECT is(flowforge_test.as_login('ff_t20_sv_other', $$SELECT to_jsonb(count(*)) FROM flowforge.queue_stats() WHERE queue LIKE 'sv-%'$$),
           '0'::jsonb, 'nor does its queue_stats show our queues');
+SELECT is(flowforge_test.as_login('ff_t20_sv_other', $$SELECT to_jsonb(count(*)) FROM flowforge.agent_holdings()$$),
+          '0'::jsonb, 'nor agent_holdings our agents');
 SELECT is(flowforge_test.as_login('ff_t20_sv_other', format($$SELECT to_jsonb(count(*)) FROM flowforge.run_causes(ARRAY[%L::uuid])$$,
                                                          (SELECT d1 FROM r))),
           '0'::jsonb, 'nor does run_causes answer for our runs');
