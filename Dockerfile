@@ -1,4 +1,4 @@
-# PostgreSQL 15 + pgTAP + plpgsql_check + RabbitMQ + PgBouncer + FlowForge, able to run
+# PostgreSQL 15 + pgTAP + plpgsql_check + RabbitMQ + PgBouncer + Chromium + FlowForge, able to run
 # `make test` (and `make demo`) in one image:
 #   docker build -t flowforge . && docker run --rm flowforge
 # Debian bookworm's own PostgreSQL 15 is used (not the postgres image) so the
@@ -9,7 +9,7 @@ ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       postgresql-15 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl \
-      postgresql-15-plpgsql-check rabbitmq-server pgbouncer \
+      postgresql-15-plpgsql-check rabbitmq-server pgbouncer chromium chromium-driver \
       python3 python3-venv make ca-certificates passwd git openssl curl \
  && rm -rf /var/lib/apt/lists/*
 

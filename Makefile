@@ -1,7 +1,8 @@
 # FlowForge developer entry points.
 #   make test   system tools + services + venv, then the SQL suite (pgTAP,
 #               plpgsql_check) and the Python suite (pytest; its pooler tests
-#               start their own pgbouncer, so the package is a system dep)
+#               start their own pgbouncer, and the UI's browser tests drive
+#               headless Chromium, so those packages are system deps)
 #   make demo   the no-database-server path: embedded PostgreSQL via pgserver
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -16,7 +17,7 @@ STAMP     := $(VENV)/.installed-flowforge
 PGVER     := $(or $(lastword $(sort $(notdir $(wildcard /etc/postgresql/*)))),15)
 PGEXT     := /usr/share/postgresql/$(PGVER)/extension
 APT_PKGS  := postgresql-$(PGVER) postgresql-$(PGVER)-pgtap libtap-parser-sourcehandler-pgtap-perl \
-             postgresql-$(PGVER)-plpgsql-check python3-venv
+             postgresql-$(PGVER)-plpgsql-check python3-venv chromium chromium-driver
 
 .PHONY: test test-sql test-py demo system-deps services postgres rabbitmq install clean
 
@@ -32,7 +33,8 @@ test-sql: system-deps postgres install
 test-py: system-deps services install
 	$(VENV)/bin/pytest -q tests/py
 
-# No FLOWFORGE_DSN: the CLI starts its embedded PostgreSQL in ./.flowforge/pgdata.
+# No FLOWFORGE_DSN: the CLI starts its embedded PostgreSQL in ./.flowforge/pgdata;
+# `flowforge serve` then shows the demo's runs in the browser (the demo says how).
 demo: install
 	@if $(FLOWFORGE) demo --help >/dev/null 2>&1; then \
 	    env -u FLOWFORGE_DSN $(FLOWFORGE) demo; \
@@ -63,6 +65,8 @@ system-deps:
 	python3 -c 'import ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v rabbitmq-server >/dev/null || missing="$$missing rabbitmq-server"; \
 	command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || missing="$$missing pgbouncer"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v curl >/dev/null || missing="$$missing curl"; \

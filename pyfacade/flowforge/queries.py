@@ -591,3 +591,72 @@ RESOLVE_RUN_ID = "SELECT flowforge.resolve_run_id(id_prefix => %(prefix)s::text)
 # `flowforge demo` prints this for the reader to paste into psql.
 DEMO_INSPECT_RUN = ("SELECT created_at, task_key, kind, attempt, detail->>'error' AS error "
                     "FROM flowforge.run_events('{run_id}');")
+
+# --- flowforge serve: the web UI, the JSON API and /metrics (issue 20) --------------
+# Every request of the serve process runs in its own transaction on the gateway
+# login: AUTHENTICATE first, then the reads below, which see what the key may.
+
+AUTHENTICATE = "SELECT flowforge.authenticate(api_key => %(api_key)s::text) AS organization_id"
+
+SERVE_LIST_RUNS = """
+SELECT id, workflow_name AS workflow, version, kind, state, tasks_total, tasks_remaining, tasks_failed,
+       created_at, started_at, finished_at
+  FROM flowforge.list_runs(workflow => %(workflow)s::text, with_state => %(state)s::text, max_rows => %(limit)s::int)
+"""
+
+RUN_CAUSES = """
+SELECT run_id, kind, parent_run_id, triggered_by, trigger_firing_id, created_by
+  FROM flowforge.run_causes(run_ids => %(run_ids)s::uuid[])
+"""
+
+SERVE_RUN_EVENTS = """
+SELECT seq, created_at, task_run_id, task_key, kind, from_state, to_state, attempt, fencing_token, detail, work_item_id
+  FROM flowforge.run_events(run_id => %(run_id)s::uuid)
+"""
+
+QUEUE_STATS = """
+SELECT queue, unit_kind, delivery, ready, scheduled, running, oldest_ready_at,
+       extract(epoch FROM oldest_ready_age)::float8 AS oldest_ready_age_seconds,
+       claims_last_minute, completions_last_minute, failures_last_minute
+  FROM flowforge.queue_stats()
+"""
+
+LIST_TRIGGERS = """
+SELECT id, name, trigger_type, action, target, enabled, options, input, next_fire_at, last_fired_at, created_at,
+       created_by
+  FROM flowforge.list_triggers()
+"""
+
+SERVE_LIST_FIRINGS = """
+SELECT id, name, trigger_type, action, event, definition, run_id, result, error, fired_on, recorded_at, delivery_id,
+       payload, created_by
+  FROM flowforge.list_firings(trigger_name => %(trigger)s::text, outcome => %(outcome)s::text,
+                              max_rows => %(limit)s::int)
+"""
+
+# /metrics: the caller's organization (gateway) or every one (the operator's
+# flowforge_readonly login); the window after `since` is counted.
+METRICS = "SELECT organization, metric, labels, value, window_end FROM flowforge.metrics(since => %(since)s::timestamptz)"
+
+METRICS_ALL = """
+SELECT organization, metric, labels, value, window_end FROM flowforge.metrics_all(since => %(since)s::timestamptz)
+"""
+
+# The embedded default (`flowforge serve` with no DSN): a gateway login of its
+# own and a viewer key of the default organization, made once by the folder's
+# superuser so the serve process itself never connects as one.
+SERVE_LOGIN_EXISTS = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %(login)s::text) AS present"
+
+CREATE_SERVE_LOGIN = "CREATE ROLE flowforge_serve LOGIN IN ROLE flowforge_gateway"
+
+CREATE_SERVE_HOOKS_LOGIN = "CREATE ROLE flowforge_serve_hooks LOGIN IN ROLE flowforge_webhook"
+
+CREATE_SERVE_KEY = """
+SELECT flowforge.create_api_key(organization => %(organization)s::text, name => %(name)s::text,
+                                role => %(role)s::text) AS api_key
+"""
+
+AGENT_HOLDINGS = """
+SELECT agent, what, unit_id, run_id, name, queue, since, lease_expires_at
+  FROM flowforge.agent_holdings(max_rows => %(limit)s::int)
+"""

@@ -29,6 +29,9 @@ def test_wheel_has_readme_and_license(tmp_path):
         assert "Apache License" in archive.read(license_file).decode() and "Version 2.0" in \
             archive.read(license_file).decode()
         assert any(n.startswith("flowforge/sql/migrations/") for n in names)  # the SQL ships too
+        # flowforge serve's UI needs no build step and no CDN: its templates and static files ship (issue 20).
+        for part in ("templates/base.html", "templates/run.html", "static/app.css", "static/app.js"):
+            assert f"flowforge/serve/{part}" in names, part
     assert metadata["License-Expression"] == "Apache-2.0"
     assert metadata["Description-Content-Type"] == "text/markdown"
     assert metadata.get_payload().strip() == (ROOT / "README.md").read_text(encoding="utf-8").strip()

@@ -92,6 +92,12 @@ def demo(ctx: click.Context, settings: Settings, runs: int, concurrency: int, ti
         click.echo("look at a run's history yourself:")
         click.echo(f"  {result.psql_command()}")
         click.echo("or: flowforge run list / flowforge run show <id> / flowforge run events <id>")
+        if settings.embedded:
+            click.echo("or in your browser: run `flowforge serve --port 8080` here, "
+                       "then open http://127.0.0.1:8080")
+        else:
+            click.echo("or in your browser: `flowforge serve --dsn <a flowforge_gateway login> --port 8080`, "
+                       "then open http://127.0.0.1:8080 and sign in with an API key")
     if not result.ok:
         ctx.exit(1)
 

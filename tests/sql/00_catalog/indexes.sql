@@ -8,7 +8,7 @@
 -- (docs/data-model.md), so every index carries the query it serves as its comment (0026).
 -- Then the load-bearing ones are shown to serve their query.
 BEGIN;
-SELECT plan(230);
+SELECT plan(236);
 
 -- The definition of index p_name in schema flowforge, NULL when it does not exist. (A partitioned table's
 -- index, relkind I, is defined ON ONLY its table: each partition has its own, 0032.)
@@ -403,6 +403,18 @@ SELECT is_empty(
               AND ci.relname = pi.relname || substring(part.relname FROM '(_p[0-9]{6}|_default)$')
               AND obj_description(ci.oid, 'pg_class') = obj_description(pi.oid, 'pg_class'))$$,
     'every partition of the history carries every index of its table, named <index>_<pYYYYMM|default>, with its comment');
+-- 0038: the /metrics windows (flowforge serve)
+-- ---------------------------------------------------------------------------
+SELECT is(pg_temp.indexdef('idx_event_retries'),
+    'CREATE INDEX idx_event_retries ON ONLY flowforge.task_run_event USING btree (created_at) INCLUDE (organization_id) WHERE ((kind)::text = ''retry_scheduled''::text)',
+    'idx_event_retries: (created_at) INCLUDE (organization_id) partial on retry_scheduled — the retries of a scrape window');
+SELECT is(pg_temp.indexdef('trigger_firing_recorded'),
+    'CREATE INDEX trigger_firing_recorded ON ONLY flowforge.trigger_firing USING btree (recorded_at) INCLUDE (organization_id, outcome)',
+    'trigger_firing_recorded: (recorded_at) INCLUDE (organization_id, outcome) — the firings of a scrape window by outcome');
+SELECT is((SELECT count(*)::int FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           WHERE c.relnamespace = 'flowforge'::regnamespace
+             AND c.relname IN ('idx_event_retries', 'trigger_firing_recorded') AND i.indisvalid AND i.indisready), 2,
+          'the two indexes of 0038 are valid and ready (built and attached on every partition)');
 
 -- ---------------------------------------------------------------------------
 -- Every index says which query it serves (COMMENT ON INDEX, 0026): the text
@@ -439,7 +451,7 @@ SELECT indexes_are('flowforge', 'outbox_message', ARRAY[
     'outbox_message_pkey', 'uniq_outbox_per_taskrun_generation', 'idx_outbox_pending', 'idx_outbox_run']);
 SELECT indexes_are('flowforge', 'task_run_event', ARRAY[
     'task_run_event_pkey', 'idx_event_taskrun_created', 'idx_event_run_level', 'idx_event_work_item',
-    'idx_event_throughput']);
+    'idx_event_throughput', 'idx_event_retries']);
 SELECT indexes_are('flowforge', 'queue', ARRAY['queue_pkey', 'idx_queue_push', 'queue_flow_idx']);
 SELECT indexes_are('flowforge', 'api_key_usage', ARRAY['api_key_usage_pkey']);
 SELECT indexes_are('flowforge', 'server_secret', ARRAY['server_secret_pkey']);
@@ -474,7 +486,8 @@ SELECT indexes_are('flowforge', 'flow_bucket', ARRAY['flow_bucket_pkey']);
 SELECT indexes_are('flowforge', 'flow_fair', ARRAY['flow_fair_pkey']);
 SELECT indexes_are('flowforge', 'trigger_firing', ARRAY[
     'trigger_firing_pkey', 'trigger_firing_tenant_fired', 'trigger_firing_tenant_trigger', 'trigger_firing_run',
-    'trigger_firing_caused_nothing', 'trigger_firing_tenant_recorded']);
+    'trigger_firing_caused_nothing', 'trigger_firing_tenant_recorded',
+    'trigger_firing_recorded']);
 SELECT indexes_are('flowforge', 'trigger_delivery', ARRAY['trigger_firing_delivery_uq', 'trigger_delivery_recorded']);
 
 -- ---------------------------------------------------------------------------
@@ -880,6 +893,25 @@ SELECT matches(pg_temp.plan_of($$
     GROUP BY e.organization_id$$),
     'Index Only Scan using idx_event_throughput',
     'the work finished in the last day (tenant_usage) is an index-only scan of idx_event_throughput');
+-- /metrics (0038): a scrape counts the window since the last one — the
+-- retries scheduled and the trigger firings recorded in it — each one range
+-- scan; the window's claims, completions and failures read idx_event_throughput.
+SELECT matches(pg_temp.plan_of($$
+    SELECT e.organization_id, count(*) FROM flowforge.task_run_event e
+    WHERE e.kind = 'retry_scheduled' AND e.created_at > now() - interval '15 seconds' AND e.created_at <= now()
+    GROUP BY e.organization_id$$),
+    'Index Only Scan using idx_event_retries', 'the retries of a scrape window are an index-only scan of idx_event_retries');
+SELECT matches(pg_temp.plan_of($$
+    SELECT f.organization_id, f.outcome, count(*) FROM flowforge.trigger_firing f
+    WHERE f.recorded_at > now() - interval '15 seconds' AND f.recorded_at <= now()
+    GROUP BY f.organization_id, f.outcome$$),
+    'Index Only Scan using trigger_firing_recorded',
+    'the firings of a scrape window by outcome are an index-only scan of trigger_firing_recorded');
+SELECT matches(pg_temp.plan_of($$
+    SELECT e.task_run_id FROM flowforge.task_run_event e
+    WHERE e.kind IN ('claimed', 'completed', 'failed', 'lease_expired', 'timed_out')
+      AND e.created_at > now() - interval '15 seconds' AND e.created_at <= now()$$),
+    'Index (Only )?Scan using idx_event_throughput', 'the claims, completions and failures of a scrape window read idx_event_throughput');
 SELECT matches(pg_temp.plan_of($$
     SELECT run_id FROM flowforge.graph_run WHERE status = 'running' AND created_at < now() - interval '1 hour'$$),
     'Index Scan using graph_run_live_age', 'the stuck-run sweep of graph runs reads graph_run_live_age');

@@ -7,7 +7,7 @@
 -- See docs/security.md for why each invariant matters.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(327);
+SELECT plan(328);
 
 -- ---------------------------------------------------------------------------
 -- Roles: the eight group roles exist (0022 added flowforge_webhook, the
@@ -268,8 +268,9 @@ SELECT is_empty(
 -- Cross-tenant functions (owned by flowforge_system) reach tenants only where
 -- they check the caller themselves: identity, members, keys. A new
 -- system-owned function is closed to tenants until it is added here.
--- list_engines() (every daemon's liveness) is open to flowforge_readonly only,
--- which reads every table but server_secret and trigger_secret directly anyway;
+-- list_engines() (every daemon's liveness) and metrics_all() (flowforge serve's
+-- operator scrape, every organization's figures) are open to flowforge_readonly
+-- only, which reads every table but server_secret and trigger_secret directly anyway;
 -- receive_webhook to flowforge_webhook only, which checks the signature itself.
 SELECT is_empty(
     $$SELECT r.rolname::text || ' -> ' || p.oid::regprocedure::text FROM pg_proc p CROSS JOIN pg_roles r
@@ -280,7 +281,8 @@ SELECT is_empty(
             'flowforge.create_api_key(text,text,text)', 'flowforge.revoke_api_key(text)', 'flowforge.authenticate(text)',
             -- purge: the operator for every organization, an owner its own (it checks which).
             'flowforge.purge(interval,boolean,integer)')
-        AND NOT (r.rolname = 'flowforge_readonly' AND p.oid::regprocedure::text = 'flowforge.list_engines()')
+        AND NOT (r.rolname = 'flowforge_readonly'
+                 AND p.oid::regprocedure::text IN ('flowforge.list_engines()', 'flowforge.metrics_all(timestamp with time zone)'))
         AND NOT (r.rolname = 'flowforge_webhook'
                  AND p.oid::regprocedure::text = 'flowforge.receive_webhook(text,text,bytea,text,text)')
         AND r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook')
@@ -315,9 +317,41 @@ SELECT set_eq(
     ARRAY['flowforge.now()', 'flowforge.current_organization()', 'flowforge.schema_version()', 'flowforge._caller()',
           'flowforge._caller_organization()', 'flowforge.uuid7()', 'flowforge.get_run(uuid)',
           'flowforge.run_events(uuid)', 'flowforge.resolve_run_id(text)', 'flowforge.resolve_run(uuid)',
-          'flowforge.list_engines()', 'flowforge.fan_out_output(uuid,text,bigint,integer)'],
+          'flowforge.list_engines()', 'flowforge.fan_out_output(uuid,text,bigint,integer)',
+          'flowforge.metrics_all(timestamp with time zone)'],
     'flowforge_readonly executes only now, current_organization (and its two helpers), schema_version, uuid7, and '
-    'the operator read path (get_run, run_events, resolve_run_id, resolve_run, list_engines, fan_out_output)');
+    'the operator read path (get_run, run_events, resolve_run_id, resolve_run, list_engines, fan_out_output, '
+    'metrics_all)');
+
+-- flowforge serve's reads (issue 20): run_causes, queue_stats, agent_holdings and metrics for
+-- apps and the gateway (viewer rights, the caller's organization, SECURITY
+-- DEFINER); metrics_all for flowforge_readonly alone, owned by flowforge_system
+-- (it reads every organization and checks the caller itself); the helpers
+-- internal, for no runtime role.
+SELECT results_eq(
+    $$SELECT p.oid::regprocedure::text COLLATE "default", pg_get_userbyid(p.proowner)::text COLLATE "default",
+             array_to_string(ARRAY(SELECT r.rolname::text FROM pg_roles r
+                                   WHERE r.rolname IN ('flowforge_app', 'flowforge_worker', 'flowforge_daemon',
+                                                       'flowforge_gateway', 'flowforge_readonly', 'flowforge_webhook')
+                                     AND has_function_privilege(r.oid, p.oid, 'EXECUTE')
+                                   ORDER BY r.rolname), ',') COLLATE "default",
+             p.prosecdef
+      FROM pg_proc p
+      WHERE p.pronamespace = 'flowforge'::regnamespace
+        AND p.proname IN ('run_causes', 'queue_stats', 'agent_holdings', 'metrics', 'metrics_all', '_metrics', '_metrics_window',
+                          '_queue_live', '_event_window')
+      ORDER BY 1$$,
+    $$VALUES ('flowforge._event_window(uuid[],timestamp with time zone,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._metrics(uuid[],timestamp with time zone,timestamp with time zone,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._metrics_window(timestamp with time zone,timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge._queue_live(uuid[],timestamp with time zone)', 'flowforge_owner', '', false),
+             ('flowforge.agent_holdings(integer)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.metrics(timestamp with time zone)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.metrics_all(timestamp with time zone)', 'flowforge_system', 'flowforge_readonly', true),
+             ('flowforge.queue_stats()', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
+             ('flowforge.run_causes(uuid[])', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true)$$,
+    'flowforge serve''s reads: owner and callers (tenant reads for apps and the gateway, metrics_all for '
+    'flowforge_readonly only, the helpers for nobody)');
 
 -- The substrate's API (0015), function by function: who may call it.
 SELECT results_eq(
