@@ -72,7 +72,8 @@ BEGIN
         NEW.definition_name := NULL;
     ELSIF TG_OP = 'INSERT' OR NEW.definition_id IS DISTINCT FROM OLD.definition_id
           OR NEW.definition_name IS DISTINCT FROM OLD.definition_name OR NEW.definition_name IS NULL THEN
-        NEW.definition_name := (SELECT w.name FROM flowforge.workflow w WHERE w.id = NEW.definition_id);
+        NEW.definition_name := (SELECT w.name FROM flowforge.workflow w
+                                WHERE w.organization_id = NEW.organization_id AND w.id = NEW.definition_id);
     END IF;
     RETURN NEW;
 END;

@@ -124,6 +124,7 @@ DECLARE
     v_org constant uuid := flowforge._authorize('member');
     v_now constant timestamptz := flowforge.now();
     v_workflow record;
+    v_workflow_id uuid;
     v_bad record;
     v_inputs jsonb[];
     v_keys text[];
@@ -185,15 +186,9 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'Use a short stable key, such as a request id.';
     END IF;
 
+    v_workflow_id := flowforge._live_workflow(v_org, start_runs.workflow);  -- FF001 unknown, FF013 deleted
     SELECT w.id, w.name, w.kind, w.spec INTO v_workflow
-    FROM flowforge.workflow w
-    WHERE w.organization_id = v_org AND w.name = start_runs.workflow
-    ORDER BY w.version DESC
-    LIMIT 1;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'workflow % not found', coalesce(quote_literal(start_runs.workflow), 'NULL')
-            USING ERRCODE = 'FF001', HINT = 'Define it first with flowforge.define_workflow(spec).';
-    END IF;
+    FROM flowforge.workflow w WHERE w.organization_id = v_org AND w.id = v_workflow_id;
 
     SELECT array_agg(gen_random_uuid()) INTO v_ids FROM generate_series(1, cardinality(v_inputs));
     IF cardinality(array_remove(v_keys, NULL)) = 0 THEN
@@ -228,7 +223,8 @@ BEGIN
     IF v_new IS NOT NULL THEN
         PERFORM flowforge._start_engine_runs(v_workflow.kind, v_org,
             ARRAY(SELECT v_ids[n] FROM unnest(v_new) AS n), v_workflow.id, v_workflow.spec,
-            ARRAY(SELECT v_inputs[n] FROM unnest(v_new) AS n), ARRAY(SELECT v_keys[n] FROM unnest(v_new) AS n), v_now);
+            ARRAY(SELECT v_inputs[n] FROM unnest(v_new) AS n), ARRAY(SELECT v_keys[n] FROM unnest(v_new) AS n), v_now,
+            flowforge._principal());
         -- Audited like start_run: one row per run started (a repeated key writes nothing).
         v_actor := flowforge._actor();
         INSERT INTO flowforge.audit_log (organization_id, actor, action, entity, entity_id, fields, created_at)
@@ -248,7 +244,7 @@ COMMENT ON FUNCTION flowforge.start_runs(text, jsonb[], text[]) IS
   'audited. Returns one run id per input, in input order. idempotency_keys, when given, is parallel to inputs (NULL '
   'where a run needs no key): a key already used with the same workflow and input — by an earlier call or earlier in '
   'this one — names that run and starts nothing. At most 100,000 inputs per call; when any input is refused nothing '
-  'is written. Errors: FF001 unknown workflow; FF003 inputs NULL or over 100,000, keys not parallel, an input not an '
+  'is written. Errors: FF001 unknown workflow; FF013 a deleted workflow; FF003 inputs NULL or over 100,000, keys not parallel, an input not an '
   'object or a bad key (the message names its position); FF006 a key reused for a different request; FF009 an input '
   'over the size limit; FF007/FF008 as for every API call.';
 SELECT flowforge._rights('flowforge.start_runs(text,jsonb[],text[])', 'flowforge_owner', '{flowforge_app,flowforge_gateway}');

@@ -174,11 +174,12 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    INSERT INTO flowforge.queue AS q (organization_id, name, keyed, created_at, updated_at)
-    SELECT DISTINCT p_org, t.queue, true, p_now, p_now
+    INSERT INTO flowforge.queue AS q (organization_id, name, keyed, created_at, updated_at, created_by, updated_by)
+    SELECT DISTINCT p_org, t.queue, true, p_now, p_now, flowforge._principal(), flowforge._principal()
     FROM flowforge.task t
-    WHERE t.workflow_id = p_workflow_id AND t.flow IS NOT NULL
-    ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE SET keyed = true, updated_at = EXCLUDED.updated_at
+    WHERE t.workflow_id = p_workflow_id AND t.organization_id = p_org AND t.flow IS NOT NULL
+    ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE SET keyed = true, updated_at = EXCLUDED.updated_at,
+                                                       updated_by = EXCLUDED.updated_by
     WHERE NOT q.keyed;
 END;
 $$;
@@ -772,9 +773,10 @@ BEGIN
             coalesce(quote_literal(pause_queue.name), 'NULL')
             USING ERRCODE = 'FF003', HINT = 'Use the queue name your task definitions name.';
     END IF;
-    INSERT INTO flowforge.queue AS q (organization_id, name, paused, created_at, updated_at)
-    VALUES (v_org, pause_queue.name, true, v_now, v_now)
-    ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE SET paused = true, updated_at = EXCLUDED.updated_at;
+    INSERT INTO flowforge.queue AS q (organization_id, name, paused, created_at, updated_at, created_by, updated_by)
+    VALUES (v_org, pause_queue.name, true, v_now, v_now, flowforge._principal(), flowforge._principal())
+    ON CONFLICT ON CONSTRAINT queue_pkey DO UPDATE SET paused = true, updated_at = EXCLUDED.updated_at,
+                                                       updated_by = EXCLUDED.updated_by;
     PERFORM flowforge._audit(v_org, 'pause', 'queue', pause_queue.name, ARRAY['paused']);
 END;
 $$;
@@ -799,7 +801,7 @@ BEGIN
             coalesce(quote_literal(resume_queue.name), 'NULL')
             USING ERRCODE = 'FF003', HINT = 'Use the queue name your task definitions name.';
     END IF;
-    UPDATE flowforge.queue q SET paused = false, updated_at = v_now
+    UPDATE flowforge.queue q SET paused = false, updated_at = v_now, updated_by = flowforge._principal()
     WHERE q.organization_id = v_org AND q.name = resume_queue.name AND q.paused;
     IF FOUND THEN
         PERFORM flowforge._audit(v_org, 'resume', 'queue', resume_queue.name, ARRAY['paused']);

@@ -103,7 +103,7 @@ COMMENT ON FUNCTION flowforge._start_engine_run(text, uuid, uuid, uuid, jsonb, j
 -- other engines start each run as start_run would, one after the other.
 CREATE OR REPLACE FUNCTION flowforge._start_engine_runs(p_engine text, p_org uuid, p_run_ids uuid[], p_workflow_id uuid,
                                                         p_spec jsonb, p_inputs jsonb[], p_idempotency_keys text[],
-                                                        p_now timestamptz)
+                                                        p_now timestamptz, p_created_by text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -111,18 +111,20 @@ DECLARE
     v_i integer;
 BEGIN
     IF p_engine = 'dag' THEN
-        PERFORM flowforge._dag_start_runs(p_org, p_run_ids, p_workflow_id, p_spec, p_inputs, p_idempotency_keys, p_now);
+        PERFORM flowforge._dag_start_runs(p_org, p_run_ids, p_workflow_id, p_spec, p_inputs, p_idempotency_keys, p_now,
+                                          p_created_by);
         RETURN;
     END IF;
     FOR v_i IN 1 .. cardinality(p_run_ids) LOOP
         PERFORM flowforge._start_engine_run(p_engine, p_org, p_run_ids[v_i], p_workflow_id, p_spec, p_inputs[v_i],
-                                            p_idempotency_keys[v_i], p_now);
+                                            p_idempotency_keys[v_i], p_now, p_created_by);
     END LOOP;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._start_engine_runs(text, uuid, uuid[], uuid, jsonb, jsonb[], text[], timestamptz) IS
+COMMENT ON FUNCTION flowforge._start_engine_runs(text, uuid, uuid[], uuid, jsonb, jsonb[], text[], timestamptz, text) IS
   'Internal hook: create the runs p_run_ids of definition p_workflow_id (kind p_engine), one per element of the '
-  'parallel arrays, as _start_engine_run would each: a dag set-based (_dag_start_runs), other kinds one by one.';
+  'parallel arrays, as _start_engine_run would each (owned by p_created_by): a dag set-based (_dag_start_runs), '
+  'other kinds one by one.';
 
 CREATE OR REPLACE FUNCTION flowforge._cancel_engine_run(p_engine text, p_org uuid, p_run_id uuid, p_reason text,
                                                         p_now timestamptz)

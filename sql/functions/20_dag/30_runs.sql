@@ -67,24 +67,24 @@ COMMENT ON FUNCTION flowforge._dag_start_run(uuid, uuid, uuid, jsonb, jsonb, tex
 -- the history rows are inline here, a measured fast path (a call per run was
 -- what bulk enqueue cost, benchmarks/bench_enqueue.py).
 CREATE OR REPLACE FUNCTION flowforge._dag_start_runs(p_org uuid, p_run_ids uuid[], p_workflow_id uuid, p_spec jsonb,
-                                                     p_inputs jsonb[], p_idempotency_keys text[], p_now timestamptz)
+                                                     p_inputs jsonb[], p_idempotency_keys text[], p_now timestamptz,
+                                                     p_created_by text)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_tasks constant integer := jsonb_array_length(p_spec -> 'tasks');
-    v_actor constant text := flowforge._actor();  -- once, not per row: it is a SECURITY DEFINER call
     v_ready_runs uuid[];
     v_fans boolean;
     v_run uuid;
 BEGIN
     INSERT INTO flowforge.workflow_run (id, organization_id, workflow_id, state, input, idempotency_key,
-                                        tasks_total, tasks_remaining, created_at, started_at)
-    SELECT r.id, p_org, p_workflow_id, 'running', r.input, r.key, v_tasks, v_tasks, p_now, p_now
+                                        tasks_total, tasks_remaining, created_at, created_by, started_at)
+    SELECT r.id, p_org, p_workflow_id, 'running', r.input, r.key, v_tasks, v_tasks, p_now, p_created_by, p_now
     FROM unnest(p_run_ids, p_inputs, p_idempotency_keys) AS r(id, input, key);
     -- The directory rows: fresh run ids, so _record_run's merge has nothing to merge.
     INSERT INTO flowforge.engine_run (organization_id, run_id, engine_kind, definition_id, created_at, created_by)
-    SELECT p_org, r.id, 'dag', p_workflow_id, p_now, v_actor
+    SELECT p_org, r.id, 'dag', p_workflow_id, p_now, p_created_by
     FROM unnest(p_run_ids) AS r(id);
     INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind, to_state, detail, created_at)
     SELECT p_org, r.id, 'run_started', 'running', jsonb_build_object('workflow_id', p_workflow_id, 'actor', session_user::text),
@@ -95,19 +95,23 @@ BEGIN
     WITH created AS (
         INSERT INTO flowforge.task_run (organization_id, workflow_run_id, task_id, task_key, queue, priority, state,
                                         max_attempts, timeout, ready_at, remaining_deps, worker_params, affinity_key,
-                                        affinity_policy, fans_out, created_at)
+                                        affinity_policy, fans_out, flow_lane, created_at)
         SELECT p_org, r.id, t.id, t.key, t.queue, t.priority,
                CASE WHEN t.dependency_count = 0 THEN 'ready' ELSE 'pending' END,
                t.max_attempts, t.timeout,
                CASE WHEN t.dependency_count = 0 THEN p_now END,
                t.dependency_count, t.worker_params, a.key, CASE WHEN a.key IS NOT NULL THEN t.affinity_policy END,
-               coalesce(t.spec ? 'map', false), p_now
+               coalesce(t.spec ? 'map', false),
+               -- Flow control's keys, as _dag_start_run evaluates them.
+               CASE WHEN t.flow IS NOT NULL AND NOT coalesce(t.spec ? 'map', false)
+                    THEN flowforge._flow_lane(p_org, t.flow, jsonb_build_object('run', r.input), p_now) END,
+               p_now
         FROM unnest(p_run_ids, p_inputs) WITH ORDINALITY AS r(id, input, n)
         CROSS JOIN flowforge.task t
         CROSS JOIN LATERAL (SELECT CASE WHEN t.affinity IS NOT NULL
                                         THEN flowforge._affinity_key(t.affinity, r.id, p_spec ->> 'name',
                                                                      jsonb_build_object('run', r.input)) END AS key) a
-        WHERE t.workflow_id = p_workflow_id
+        WHERE t.organization_id = p_org AND t.workflow_id = p_workflow_id
         ORDER BY r.n
         RETURNING id, workflow_run_id, state, fans_out
     ), events AS (
@@ -125,7 +129,7 @@ BEGIN
     END IF;
     -- What _tasks_ready does per run: with no push queue and nothing fanning out
     -- that is one NOTIFY (identical notifications fold into one per transaction).
-    IF NOT v_fans AND NOT EXISTS (SELECT 1 FROM flowforge.queue q WHERE q.exchange IS NOT NULL) THEN
+    IF NOT v_fans AND NOT EXISTS (SELECT 1 FROM flowforge.queue q WHERE q.organization_id = p_org AND q.exchange IS NOT NULL) THEN
         PERFORM flowforge._notify_ready();
         RETURN;
     END IF;
@@ -134,10 +138,10 @@ BEGIN
     END LOOP;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._dag_start_runs(uuid, uuid[], uuid, jsonb, jsonb[], text[], timestamptz) IS
+COMMENT ON FUNCTION flowforge._dag_start_runs(uuid, uuid[], uuid, jsonb, jsonb[], text[], timestamptz, text) IS
   'Internal (dag, start_runs): _dag_start_run for every run of the parallel arrays p_run_ids / p_inputs / '
-  'p_idempotency_keys at once — workflow_run, directory row, run_started, one task_run per task (created events), '
-  'ready ones dispatched or announced — set-based.';
+  'p_idempotency_keys at once — workflow_run and directory row of p_created_by, run_started, one task_run per task '
+  '(created events, flow-control lanes), ready ones dispatched or announced — set-based.';
 
 CREATE OR REPLACE FUNCTION flowforge._dag_cancel_run(p_org uuid, p_run_id uuid, p_reason text, p_now timestamptz)
 RETURNS void

@@ -121,11 +121,21 @@ SELECT is_empty($$SELECT p.tablename || '.' || p.policyname FROM pg_policies p J
     'every policy of a tenant table is true or organization_id = (SELECT flowforge.current_organization()): the shape '
     'the migration script rewrites without a sub-select');
 -- Citus runs a trigger of a distributed table on its shards only under
--- citus.enable_unsafe_triggers; FlowForge's only triggers are the append-only
--- guards, which touch no other table (docs/scale.md: safe under that setting).
+-- citus.enable_unsafe_triggers, and such a trigger is safe only when it touches
+-- no row of another organization (its shard group). FlowForge's triggers are
+-- the append-only guards, which touch no other table, and the ones reviewed in
+-- docs/scale.md §5 whose functions read or write only rows of the same
+-- organization_id: flow control's slot release (0028: flow_slot, flow_lane,
+-- flow_bucket of OLD.organization_id) and the directory's definition name
+-- (0030: the workflow of NEW.organization_id). A new trigger fails here until
+-- it is reviewed the same way.
 SELECT is_empty($$SELECT t.name || '.' || g.tgname FROM pg_trigger g JOIN tenant_table t ON t.relid = g.tgrelid
-                  WHERE NOT g.tgisinternal AND g.tgfoid <> 'flowforge.refuse_history_change()'::regprocedure$$,
-    'the only triggers on tenant tables are the append-only guards (refuse_history_change)');
+                  WHERE NOT g.tgisinternal
+                    AND g.tgfoid NOT IN ('flowforge.refuse_history_change()'::regprocedure,
+                                         'flowforge._flow_release()'::regprocedure,
+                                         'flowforge.engine_run_definition_name()'::regprocedure)$$,
+    'the triggers on tenant tables are the append-only guards and the two reviewed co-located ones (flow release, '
+    'definition name)');
 
 SELECT * FROM finish();
 ROLLBACK;

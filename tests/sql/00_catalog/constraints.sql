@@ -206,8 +206,8 @@ SELECT results_eq(
 );
 
 -- O's own copies of GW and MW (workflow rows only): a row of O may name only O's definitions (0034).
-INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash)
-SELECT pg_temp.id('O'), w.name, w.version, w.kind, w.spec, w.content_hash FROM flowforge.workflow w
+INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash, created_by)
+SELECT pg_temp.id('O'), w.name, w.version, w.kind, w.spec, w.content_hash, w.created_by FROM flowforge.workflow w
 WHERE w.id IN (pg_temp.id('GW'), pg_temp.id('MW'));
 INSERT INTO ctx SELECT 'GWO', id FROM flowforge.workflow WHERE organization_id = pg_temp.id('O') AND name = 'ct_graph';
 INSERT INTO ctx SELECT 'MWO', id FROM flowforge.workflow WHERE organization_id = pg_temp.id('O') AND name = 'ct_machine';

@@ -85,7 +85,7 @@ SELECT set_eq(
           'flowforge.claim_work(text[],text,interval,integer,text[],text[])',
           'flowforge._dispatch_rows(uuid[],timestamp with time zone,boolean)',
           'flowforge._settle_run(uuid,integer,integer,timestamp with time zone)',
-          'flowforge._dag_start_runs(uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone)'],
+          'flowforge._dag_start_runs(uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone,text)'],
     'history rows are built by _append_events and the measured fast paths only');
 
 -- And history rows leave through purge only (0032): the append-only triggers

@@ -437,8 +437,8 @@ SELECT results_eq(
       WHERE p.pronamespace = 'flowforge'::regnamespace
         AND p.proname IN ('start_run', 'start_runs', '_start_engine_runs', '_dag_start_runs')
       ORDER BY 1$$,
-    $$VALUES ('flowforge._dag_start_runs(uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone)', 'flowforge_owner', '', false),
-             ('flowforge._start_engine_runs(text,uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone)', 'flowforge_owner', '', false),
+    $$VALUES ('flowforge._dag_start_runs(uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone,text)', 'flowforge_owner', '', false),
+             ('flowforge._start_engine_runs(text,uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone,text)', 'flowforge_owner', '', false),
              ('flowforge.start_run(text,jsonb,text)', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true),
              ('flowforge.start_runs(text,jsonb[],text[])', 'flowforge_owner', 'flowforge_app,flowforge_gateway', true)$$,
     'start_run and start_runs: apps and the gateway start runs; the bulk path''s internals are callable by nobody');
