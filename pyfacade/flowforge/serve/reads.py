@@ -6,16 +6,17 @@ Every read is a named statement of ``flowforge.queries`` on an authenticated
 Cursors.  A listing answers one page and a ``next`` cursor: an opaque,
 URL-safe token naming the last row shown by its sort key (for runs
 ``(created_at, id)``, newest first) and the listing and filters it belongs to.
-The next page is the rows strictly after that key, so runs started meanwhile
-(they sort first) neither shift nor repeat a page.  A cursor that does not
+The next page is the rows after that row in the listing's order, so runs
+started meanwhile (they sort first) neither shift nor repeat a page.  A cursor that does not
 decode, or belongs to another listing or other filters, is ``BadCursor``
 (FF003, a 400 with its reason).
 
 Until ``list_runs`` / ``list_firings`` take an ``after =>`` cursor of their own
 (issue 19), the rows after the cursor are found in what they return: a window
-of the newest rows (``max_rows``), grown until it holds the page — bounded by
-their 10,000-row maximum, which a page past that depth reports as ``truncated``
-(narrow the filters).  ``_window`` is the one place to switch.
+of the newest rows (``max_rows``) in their own order, grown until it holds the
+cursor's row and a page after it — bounded by their 10,000-row maximum, which
+a page past that depth reports as ``truncated`` (narrow the filters).
+``_window`` is the one place to switch.
 """
 
 from __future__ import annotations
@@ -149,31 +150,33 @@ def page_size(text: str | None) -> int:
 
 async def _window(fetch: Callable[[int], Awaitable[list[dict]]], key: Callable[[dict], tuple], after: Cursor | None,
                   limit: int, keep: Callable[[list[dict]], Awaitable[list[dict]]]) -> tuple[list[dict], int, bool]:
-    """(page rows, rows of the window up to the last one shown, truncated) — newest first by ``key``.
+    """(page rows, rows of the window up to the last one shown, truncated) — in the order the SQL answers.
 
-    ``fetch(n)`` answers the n newest rows; rows tied on the first key part at
-    the end of a full window are held back (the SQL's tie order is not the
-    key's), so no row is skipped or shown twice.
+    ``fetch(n)`` answers the n newest rows in the listing's own order (newest
+    first, ties in its own order).  The page after a cursor starts right
+    after the cursor's row (found by its id, ``key(row)[1]``): rows added since
+    sort before it and change nothing.  When that row is gone (purged), the
+    page starts at the first row older than it.  The window grows (doubling,
+    at most ``MAX_WINDOW``) until it holds the cursor's row and a page after it.
     """
     want = limit + 1
     window = min(MAX_WINDOW, (after.seen if after else 0) + want)
     while True:
         rows = await fetch(window)
         full = len(rows) >= window
-        if full and rows:
-            boundary = key(rows[-1])[0]
-            safe = [r for r in rows if key(r)[0] > boundary]
-            if not safe and window >= MAX_WINDOW:
-                safe = rows
-        else:
-            safe = rows
-        safe.sort(key=key, reverse=True)
-        candidates = [r for r in safe if after is None or key(r) < after.key]
-        matched = await keep(candidates)
+        start = 0
+        if after is not None:
+            found = next((i for i, r in enumerate(rows) if key(r)[1] == after.key[1]), None)
+            if found is None and full and window < MAX_WINDOW:
+                window = min(MAX_WINDOW, window * 2)
+                continue
+            start = found + 1 if found is not None else \
+                next((i for i, r in enumerate(rows) if key(r)[0] < after.key[0]), len(rows))
+        matched = await keep(rows[start:])
         if len(matched) >= want or not full or window >= MAX_WINDOW:
             page = matched[:want]
-            last = page[min(limit, len(page)) - 1] if page else None
-            seen = (safe.index(last) + 1) if last is not None else (after.seen if after else 0)
+            shown = page[:limit]
+            seen = (rows.index(shown[-1]) + 1) if shown else (after.seen if after else 0)
             return page, seen, (full and window >= MAX_WINDOW and len(matched) < want)
         window = min(MAX_WINDOW, window * 2)
 
