@@ -38,6 +38,7 @@ SCRIPTS = [  # (key, file, what, rough share of the budget in seconds, full run)
     ("push", "bench_push.py", "outbox -> RabbitMQ via daemon vs raw pika", 30),
     ("peers", "bench_peers.py", "10k no-op drain: Procrastinate, PgQueuer, Graphile", 170),
     ("fanout", "bench_fanout.py", "map child vs lone work item, 1k and 10k elements", 90),
+    ("flow", "bench_flow.py", "flow control: no limit vs before it, key limit vs none", 90),
     ("profile", "profile_claim.py", "where one claim + complete spends its time", 15),
 ]
 BUDGET = 15 * 60
