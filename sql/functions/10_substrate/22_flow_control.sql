@@ -22,18 +22,22 @@
 --   claim's one probe of queue_flow_idx (empty while nobody uses it) and the
 --   WHEN clause of the release trigger.
 -- * Limits are counted rows, locked in the claim's transaction: the queue's
---   running counter (flow_slot, scope queue), each concurrency key value's
---   (flow_slot, scope key), each token bucket (flow_bucket). Never a count
---   over the units themselves. Lock order: the claimed queues' counters (by
---   name), each one's bucket after it, then the key counters and key buckets
---   a claim needs (sorted); the release takes the queue's counter, then the
---   key's. A claim of a queue through this path therefore waits for another
---   claim of that queue to commit: the price of a limit that holds.
+--   running counter (flow_slot, scope queue: while it has max_running), each
+--   concurrency key value's (flow_slot, scope key), each token bucket
+--   (flow_bucket). Never a count over the units themselves. Lock order: the
+--   claimed queues' counters (by name, FOR UPDATE: claims of a queue with
+--   max_running take turns, the price of one counter that holds), each one's
+--   bucket after it; then key counters and key buckets FOR UPDATE SKIP LOCKED
+--   (one another claim holds is full for this claim: no claim ever waits for a
+--   key, so none deadlocks on keys); fairness passes last, in key order. The
+--   release takes the queue's counter, then the key's.
 -- * The units a claim takes are marked with flow_token = their new fencing
 --   token. When such a unit leaves running (dispatched) — complete, fail, the
 --   reaper, cancel, a fan-out's end, a purge — the row trigger _flow_release
 --   gives its slots back, once, because only that generation's transition
---   out of running fires it, and wakes claimers (NOTIFY flowforge_ready).
+--   out of running fires it, and wakes claimers (NOTIFY flowforge_ready) when
+--   a slot it gave back was full (nobody waits for one that was not; a key
+--   shared by definitions of different max wakes by the releasing unit's).
 --   Rate tokens are spent, never given back.
 -- * A unit held back by a limit stays ready (pending), untouched: no attempt,
 --   no event; it is claimed as soon as its limit allows.
@@ -210,30 +214,94 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_lane record;
+    v_before integer;
+    v_wake boolean := false;
 BEGIN
-    -- Lock order: the queue's counter, then the key's (as the claim takes them).
+    -- Lock order: the queue's counter, then the key's (as the claim takes them). A slot that
+    -- was full may have held work back: wake claimers then (only then: a release below the
+    -- limit frees nothing anyone waits for).
     IF OLD.flow_queue_slot THEN
         UPDATE flowforge.flow_slot s SET running = s.running - 1, updated_at = flowforge.now()
-        WHERE s.organization_id = OLD.organization_id AND s.scope = 'queue' AND s.name = OLD.queue AND s.value = 'null';
+        WHERE s.organization_id = OLD.organization_id AND s.scope = 'queue' AND s.name = OLD.queue AND s.value = 'null'
+        RETURNING s.running + 1 INTO v_before;
+        v_wake := v_before >= coalesce((SELECT q.max_running FROM flowforge.queue q
+                                        WHERE q.organization_id = OLD.organization_id AND q.name = OLD.queue), 0);
     END IF;
     IF OLD.flow_lane IS NOT NULL THEN
-        SELECT l.conc_name, l.conc_value INTO v_lane
+        SELECT l.conc_name, l.conc_value, l.conc_max INTO v_lane
         FROM flowforge.flow_lane l WHERE l.organization_id = OLD.organization_id AND l.id = OLD.flow_lane;
         IF v_lane.conc_name IS NOT NULL THEN
             UPDATE flowforge.flow_slot s SET running = s.running - 1, updated_at = flowforge.now()
             WHERE s.organization_id = OLD.organization_id AND s.scope = 'key' AND s.name = v_lane.conc_name
-              AND s.value = v_lane.conc_value;
+              AND s.value = v_lane.conc_value
+            RETURNING s.running + 1 INTO v_before;
+            v_wake := v_wake OR v_before >= v_lane.conc_max;
         END IF;
     END IF;
-    -- Work held back by these slots may go now.
-    PERFORM pg_notify('flowforge_ready', '');
+    IF v_wake THEN
+        PERFORM pg_notify('flowforge_ready', '');
+    END IF;
     RETURN NULL;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._flow_release() IS
   'Trigger function (task_run_flow_release, work_item_flow_release and their _deleted twins): a unit whose claim '
   'took flow-control slots leaves running / dispatched (or is deleted): its queue''s running counter (when it took '
-  'a queue slot) and its concurrency key''s go down by one, and NOTIFY flowforge_ready wakes claimers.';
+  'a queue slot) and its concurrency key''s go down by one; when one of them was full, NOTIFY flowforge_ready wakes '
+  'claimers.';
+
+-- A key's counter (gate k:…, p_def [name, value, max]) or a key's bucket (r:…,
+-- [name, value, limit, per]) for a claim: locked FOR UPDATE SKIP LOCKED and its
+-- room now (slots left; whole tokens); 0 when another transaction holds it. A
+-- gate's row is made with its lane (_flow_lane); one missing is made here.
+CREATE OR REPLACE FUNCTION flowforge._flow_lock_gate(p_org uuid, p_gate text, p_def jsonb, p_now timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_room bigint;
+BEGIN
+    FOR v_attempt IN 1 .. 2 LOOP
+        IF left(p_gate, 2) = 'k:' THEN
+            SELECT (p_def ->> 2)::integer - s.running INTO v_room FROM flowforge.flow_slot s
+            WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = p_def ->> 0 AND s.value = p_def -> 1
+            FOR UPDATE SKIP LOCKED;
+            IF FOUND THEN
+                RETURN greatest(v_room, 0);
+            END IF;
+            EXIT WHEN v_attempt = 2 OR EXISTS (
+                SELECT 1 FROM flowforge.flow_slot s
+                WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = p_def ->> 0 AND s.value = p_def -> 1);
+            INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
+            VALUES (p_org, 'key', p_def ->> 0, p_def -> 1, 0, p_now)
+            ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
+        ELSE
+            SELECT flowforge._flow_refill(b.level, b.refilled_at, b.rate_limit, b.rate_per, p_now)
+                   / flowforge._flow_per_us(b.rate_per) INTO v_room
+            FROM flowforge.flow_bucket b
+            WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = p_def ->> 0 AND b.value = p_def -> 1
+              AND b.rate_limit = (p_def ->> 2)::integer AND b.rate_per = (p_def ->> 3)::interval
+            FOR UPDATE SKIP LOCKED;
+            IF FOUND THEN
+                RETURN v_room;
+            END IF;
+            EXIT WHEN v_attempt = 2 OR EXISTS (
+                SELECT 1 FROM flowforge.flow_bucket b
+                WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = p_def ->> 0 AND b.value = p_def -> 1
+                  AND b.rate_limit = (p_def ->> 2)::integer AND b.rate_per = (p_def ->> 3)::interval);
+            INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
+            VALUES (p_org, 'key', p_def ->> 0, p_def -> 1, (p_def ->> 2)::integer, (p_def ->> 3)::interval,
+                    flowforge._flow_refill(NULL, p_now, (p_def ->> 2)::integer, (p_def ->> 3)::interval, p_now), p_now)
+            ON CONFLICT ON CONSTRAINT flow_bucket_pkey DO NOTHING;
+        END IF;
+    END LOOP;
+    RETURN 0;  -- held by another claim right now
+END;
+$$;
+COMMENT ON FUNCTION flowforge._flow_lock_gate(uuid, text, jsonb, timestamptz) IS
+  'Internal: locks a concurrency key''s counter or a rate-limit key''s bucket for a claim (FOR UPDATE SKIP LOCKED; '
+  'made when missing) and returns its room now — slots left, or whole tokens after refilling to p_now; 0 when '
+  'another transaction holds it.';
 
 -- The claim through flow control: which units of p_queues to take, at most
 -- p_batch, honouring every limit, fairly; they are locked (FOR UPDATE SKIP
@@ -272,19 +340,12 @@ DECLARE
     l_eff numeric[] := '{}';
     l_admit integer[] := '{}';
     l_fairkeys integer[] := '{}';  -- 1: the line's queue has one fairness key with ready work; 2: more
-    -- the gates the candidates meet: definitions, room as it stood, room read under the lock
+    -- the gates the candidates meet
     g_conc jsonb := '{}';          -- k:<n> -> [name, value, max]
     g_rate jsonb := '{}';          -- r:<n> -> [name, value, limit, per]
-    v_est jsonb := '{}';
-    v_exact jsonb := '{}';
-    v_held text[] := '{}';         -- gates this claim holds
-    v_need text[];
-    v_round integer;
     v_cands integer[] := '{}';     -- the candidates in claim order (their line numbers)
-    v_order integer[] := '{}';     -- the admitted ones
     v_total integer := 0;
     v_gate text;
-    v_row record;
     v_line integer;
     v_ids uuid[] := '{}';
     v_holders uuid[] := '{}';
@@ -441,7 +502,7 @@ BEGIN
     END IF;
 
     -- 3. The candidates in claim order — priority, then fairness tag, then age — each with
-    --    its line's facts: its queue, its concurrency key and buckets (gates), as they stand.
+    --    its line's facts: its queue, its concurrency key and its bucket (gates).
     FOR v_c IN
         WITH line AS (
             SELECT t.ord::integer AS line_no, t.x ->> 'queue' AS queue, (t.x ->> 'lane')::uuid AS lane,
@@ -451,17 +512,6 @@ BEGIN
         ), info AS MATERIALIZED (
             SELECT li.*, fl.conc_name, fl.conc_value, fl.conc_max, fl.rate_name, fl.rate_value, fl.rate_limit,
                    fl.rate_per, coalesce(fl.fair_value, 'null') AS fair_value, coalesce(fl.fair_weight, 1) AS weight,
-                   CASE WHEN fl.conc_name IS NOT NULL
-                        THEN greatest(0, fl.conc_max - coalesce((
-                            SELECT s.running FROM flowforge.flow_slot s
-                            WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = fl.conc_name
-                              AND s.value = fl.conc_value), 0)) END AS conc_cap,
-                   CASE WHEN fl.rate_name IS NOT NULL
-                        THEN (SELECT flowforge._flow_refill(max(b.level), max(b.refilled_at), fl.rate_limit, fl.rate_per, p_now)
-                              FROM flowforge.flow_bucket b
-                              WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = fl.rate_name
-                                AND b.value = fl.rate_value AND b.rate_limit = fl.rate_limit AND b.rate_per = fl.rate_per)
-                             / flowforge._flow_per_us(fl.rate_per) END AS rate_cap,
                    (SELECT f.pass FROM flowforge.flow_fair f
                     WHERE f.organization_id = p_org AND f.queue = li.queue::varchar
                       AND f.value = coalesce(fl.fair_value, 'null')) AS pass
@@ -479,8 +529,8 @@ BEGIN
                    row_number() OVER (PARTITION BY f.queue, f.fair_value ORDER BY f.prios[k], f.ages[k], f.line_no, k) AS j
             FROM fair f CROSS JOIN LATERAL generate_subscripts(f.prios, 1) AS k
         )
-        SELECT c.line_no, c.queue, c.lane, c.k, c.conc_name, c.conc_value, c.conc_max, c.conc_cap, c.rate_name,
-               c.rate_value, c.rate_limit, c.rate_per, c.rate_cap, c.fair_value, c.weight, c.eff, c.fair_keys
+        SELECT c.line_no, c.queue, c.lane, c.k, c.conc_name, c.conc_value, c.conc_max, c.rate_name,
+               c.rate_value, c.rate_limit, c.rate_per, c.fair_value, c.weight, c.eff, c.fair_keys
         FROM cand c
         ORDER BY c.prio, (c.eff - c.floor) + (c.j - 1) / c.weight, c.age, c.line_no, c.k
     LOOP
@@ -496,16 +546,14 @@ BEGIN
             IF v_c.conc_name IS NOT NULL THEN
                 v_gate := 'k:' || jsonb_build_array(v_c.conc_name, v_c.conc_value)::text;
                 l_cgate[v_c.line_no] := v_gate;
-                IF NOT v_est ? v_gate THEN
-                    v_est := v_est || jsonb_build_object(v_gate, v_c.conc_cap);
+                IF NOT g_conc ? v_gate THEN
                     g_conc := g_conc || jsonb_build_object(v_gate, jsonb_build_array(v_c.conc_name, v_c.conc_value, v_c.conc_max));
                 END IF;
             END IF;
             IF v_c.rate_name IS NOT NULL THEN
                 v_gate := 'r:' || jsonb_build_array(v_c.rate_name, v_c.rate_value, v_c.rate_limit, v_c.rate_per)::text;
                 l_rgate[v_c.line_no] := v_gate;
-                IF NOT v_est ? v_gate THEN
-                    v_est := v_est || jsonb_build_object(v_gate, v_c.rate_cap);
+                IF NOT g_rate ? v_gate THEN
                     g_rate := g_rate || jsonb_build_object(v_gate, jsonb_build_array(v_c.rate_name, v_c.rate_value,
                                                                                       v_c.rate_limit, v_c.rate_per));
                 END IF;
@@ -514,86 +562,21 @@ BEGIN
         v_cands := v_cands || v_c.line_no;
     END LOOP;
 
-    -- 4. Admit candidates in that order while their queue, key and buckets have room. A key's
-    --    counter and a bucket are locked before their room counts, FOR UPDATE SKIP LOCKED: a
-    --    gate another claim holds right now counts as full for this claim (no claim waits for
-    --    another's key — none can deadlock; the other claim is taking from that key anyway), and
-    --    admission runs again without it, up to three times.
-    FOR v_round IN 1 .. 3 LOOP
-        v_caps := v_qcap0 || v_est || v_exact;
-        v_order := '{}';
-        v_need := '{}';
-        FOREACH v_line IN ARRAY v_cands LOOP
-            IF (v_caps ->> ('q:' || l_queue[v_line]))::integer > 0
-               AND (l_cgate[v_line] IS NULL OR (v_caps ->> l_cgate[v_line])::integer > 0)
-               AND (l_rgate[v_line] IS NULL OR (v_caps ->> l_rgate[v_line])::bigint > 0) THEN
-                FOREACH v_gate IN ARRAY ARRAY['q:' || l_queue[v_line], l_cgate[v_line], l_rgate[v_line]] LOOP
-                    IF v_gate IS NOT NULL THEN
-                        v_caps := jsonb_set(v_caps, ARRAY[v_gate], to_jsonb((v_caps ->> v_gate)::bigint - 1));
-                        IF v_gate !~ '^q:' AND NOT v_exact ? v_gate THEN
-                            v_need := v_need || v_gate;
-                        END IF;
-                    END IF;
-                END LOOP;
-                v_order := v_order || v_line;
-                EXIT WHEN cardinality(v_order) >= p_batch;
-            END IF;
+    -- 4. Admit candidates in that order while their queue, key and bucket have room. A key's
+    --    counter and a bucket are locked when a candidate first needs them, FOR UPDATE SKIP
+    --    LOCKED, and read exactly: one another claim holds right now is full for this claim (no
+    --    claim waits for another's key — none can deadlock on keys; that other claim is taking
+    --    from it anyway), and the candidates behind go on to the next key.
+    v_caps := v_qcap0;
+    FOREACH v_line IN ARRAY v_cands LOOP
+        CONTINUE WHEN (v_caps ->> ('q:' || l_queue[v_line]))::integer <= 0;
+        FOREACH v_gate IN ARRAY ARRAY[l_cgate[v_line], l_rgate[v_line]] LOOP
+            CONTINUE WHEN v_gate IS NULL OR v_caps ? v_gate;
+            v_caps := v_caps || jsonb_build_object(v_gate, flowforge._flow_lock_gate(p_org, v_gate,
+                                                   coalesce(g_conc -> v_gate, g_rate -> v_gate), p_now));
         END LOOP;
-        EXIT WHEN cardinality(v_need) = 0;
-        -- A lane's counter and bucket are made with the lane (_flow_lane); one missing is made here.
-        INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
-        SELECT p_org, 'key', g_conc #>> ARRAY[x, '0'], g_conc #> ARRAY[x, '1'], 0, p_now
-        FROM (SELECT DISTINCT x FROM unnest(v_need) AS x WHERE x ~ '^k:') g
-        WHERE NOT EXISTS (SELECT 1 FROM flowforge.flow_slot s
-                          WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = g_conc #>> ARRAY[g.x, '0']
-                            AND s.value = g_conc #> ARRAY[g.x, '1'])
-        ORDER BY 3, 4
-        ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
-        INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
-        SELECT p_org, 'key', g_rate #>> ARRAY[x, '0'], g_rate #> ARRAY[x, '1'], (g_rate #>> ARRAY[x, '2'])::integer,
-               (g_rate #>> ARRAY[x, '3'])::interval,
-               flowforge._flow_refill(NULL, p_now, (g_rate #>> ARRAY[x, '2'])::integer, (g_rate #>> ARRAY[x, '3'])::interval, p_now),
-               p_now
-        FROM (SELECT DISTINCT x FROM unnest(v_need) AS x WHERE x ~ '^r:') g
-        WHERE NOT EXISTS (SELECT 1 FROM flowforge.flow_bucket b
-                          WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = g_rate #>> ARRAY[g.x, '0']
-                            AND b.value = g_rate #> ARRAY[g.x, '1'] AND b.rate_limit = (g_rate #>> ARRAY[g.x, '2'])::integer
-                            AND b.rate_per = (g_rate #>> ARRAY[g.x, '3'])::interval)
-        ORDER BY 3, 4
-        ON CONFLICT ON CONSTRAINT flow_bucket_pkey DO NOTHING;
-        -- Lock what the admitted need and read it exactly; what cannot be had now is full.
-        FOR v_row IN
-            SELECT g.gate, s.organization_id IS NOT NULL AS locked, (g_conc #>> ARRAY[g.gate, '2'])::integer - s.running AS cap
-            FROM (SELECT DISTINCT x AS gate FROM unnest(v_need) AS x WHERE x ~ '^k:') g
-            LEFT JOIN LATERAL (
-                SELECT s.organization_id, s.running FROM flowforge.flow_slot s
-                WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = g_conc #>> ARRAY[g.gate, '0']
-                  AND s.value = g_conc #> ARRAY[g.gate, '1']
-                FOR UPDATE SKIP LOCKED) s ON true
-            UNION ALL
-            SELECT g.gate, b.organization_id IS NOT NULL,
-                   flowforge._flow_refill(b.level, b.refilled_at, b.rate_limit, b.rate_per, p_now)
-                   / flowforge._flow_per_us(b.rate_per)
-            FROM (SELECT DISTINCT x AS gate FROM unnest(v_need) AS x WHERE x ~ '^r:') g
-            LEFT JOIN LATERAL (
-                SELECT b.* FROM flowforge.flow_bucket b
-                WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = g_rate #>> ARRAY[g.gate, '0']
-                  AND b.value = g_rate #> ARRAY[g.gate, '1'] AND b.rate_limit = (g_rate #>> ARRAY[g.gate, '2'])::integer
-                  AND b.rate_per = (g_rate #>> ARRAY[g.gate, '3'])::interval
-                FOR UPDATE SKIP LOCKED) b ON true
-        LOOP
-            v_exact := v_exact || jsonb_build_object(v_row.gate, CASE WHEN v_row.locked THEN greatest(v_row.cap, 0) ELSE 0 END);
-            IF v_row.locked THEN
-                v_held := v_held || v_row.gate;
-            END IF;
-        END LOOP;
-    END LOOP;
-    -- The admissions stand only on gates this claim holds (the queues' counters are held since step 1).
-    v_caps := v_qcap0 || v_exact;
-    FOREACH v_line IN ARRAY v_order LOOP
-        IF (v_caps ->> ('q:' || l_queue[v_line]))::integer > 0
-           AND (l_cgate[v_line] IS NULL OR (l_cgate[v_line] = ANY (v_held) AND (v_caps ->> l_cgate[v_line])::integer > 0))
-           AND (l_rgate[v_line] IS NULL OR (l_rgate[v_line] = ANY (v_held) AND (v_caps ->> l_rgate[v_line])::bigint > 0)) THEN
+        IF (l_cgate[v_line] IS NULL OR (v_caps ->> l_cgate[v_line])::bigint > 0)
+           AND (l_rgate[v_line] IS NULL OR (v_caps ->> l_rgate[v_line])::bigint > 0) THEN
             FOREACH v_gate IN ARRAY ARRAY['q:' || l_queue[v_line], l_cgate[v_line], l_rgate[v_line]] LOOP
                 IF v_gate IS NOT NULL THEN
                     v_caps := jsonb_set(v_caps, ARRAY[v_gate], to_jsonb((v_caps ->> v_gate)::bigint - 1));
@@ -601,6 +584,7 @@ BEGIN
             END LOOP;
             l_admit[v_line] := l_admit[v_line] + 1;
             v_total := v_total + 1;
+            EXIT WHEN v_total >= p_batch;
         END IF;
     END LOOP;
     IF v_total = 0 THEN
