@@ -107,7 +107,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build dist
 
 # --- benchmarks ----------------------------------------------------------------
-# make bench   the seven benchmarks of benchmarks/ (under 15 minutes), appended to
+# make bench   the benchmarks of benchmarks/ (run_all.py's list, under 15 minutes), appended to
 #              benchmarks/RESULTS.md with charts; BENCH_ARGS=--quick for a smoke run
 .PHONY: bench
 bench: services install

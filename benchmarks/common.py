@@ -170,7 +170,8 @@ def checkpoint(dsn: str) -> None:
     pile up in the claim indexes and later rounds pay for earlier ones.
     """
     with connect(dsn) as conn:
-        for table in ("flowforge.task_run", "flowforge.workflow_run", "flowforge.outbox_message", "bench_jobs"):
+        for table in ("flowforge.task_run", "flowforge.workflow_run", "flowforge.outbox_message", "bench_jobs",
+                      "flowforge.flow_slot", "flowforge.flow_fair", "flowforge.flow_bucket"):
             if conn.execute("SELECT to_regclass(%s)", [table]).fetchone()[0] is not None:
                 conn.execute(f"VACUUM {table}")
         conn.execute("CHECKPOINT")

@@ -41,6 +41,7 @@ SCRIPTS = [  # (key, file, what, rough share of the budget in seconds, full run)
     ("fanout", "bench_fanout.py", "map child vs lone work item, 1k and 10k elements", 90),
     ("engines", "bench_engines.py", "graph step and machine event vs one DAG task's claim+complete", 50),
     ("enqueue", "bench_enqueue.py", "bulk enqueue: start_runs of 100k runs vs Graphile add_jobs", 90),
+    ("flow", "bench_flow.py", "flow control: no limit vs before it, key limit vs none", 90),
     ("profile", "profile_claim.py", "where one claim + complete spends its time", 15),
 ]
 BUDGET = 15 * 60

@@ -209,9 +209,21 @@ class Client:
     # --- queues ---------------------------------------------------------------------------------
 
     def configure_queue(self, name: str, exchange: str | None = None, routing_key: str | None = None,
-                        dispatch_lease: Interval = timedelta(minutes=5)) -> None:
+                        dispatch_lease: Interval = timedelta(minutes=5), max_running: int | None = None,
+                        rate: dict | None = None) -> None:
+        """The whole configuration of a queue: delivery, and flow control's max_running and rate
+        ({"limit": n, "per": "1 minute"}); what is omitted takes its default (no limit)."""
         execute(self.conn, queries.CONFIGURE_QUEUE, {"name": name, "exchange": exchange,
-                                                     "routing_key": routing_key, "dispatch_lease": dispatch_lease})
+                                                     "routing_key": routing_key, "dispatch_lease": dispatch_lease,
+                                                     "max_running": max_running,
+                                                     "rate": jsonb(rate)})
+
+    def pause_queue(self, name: str) -> None:
+        """Claims take nothing from the queue until resume_queue; what runs finishes."""
+        execute(self.conn, queries.PAUSE_QUEUE, {"name": name})
+
+    def resume_queue(self, name: str) -> None:
+        execute(self.conn, queries.RESUME_QUEUE, {"name": name})
 
     def list_queues(self) -> list[dict]:
         """Every configured queue or queue with live tasks: delivery, routing, ready/running counts."""

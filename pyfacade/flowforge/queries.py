@@ -371,8 +371,13 @@ SELECT seq, created_at, task_run_id, task_key, kind, from_state, to_state, attem
 
 CONFIGURE_QUEUE = """
 SELECT flowforge.configure_queue(name => %(name)s::text, exchange => %(exchange)s::text,
-                                 routing_key => %(routing_key)s::text, dispatch_lease => %(dispatch_lease)s::interval)
+                                 routing_key => %(routing_key)s::text, dispatch_lease => %(dispatch_lease)s::interval,
+                                 max_running => %(max_running)s::integer, rate => %(rate)s::jsonb)
 """
+
+# Flow control (sql/functions/10_substrate/22_flow_control.sql): a paused queue gives claims nothing.
+PAUSE_QUEUE = "SELECT flowforge.pause_queue(name => %(name)s::text)"
+RESUME_QUEUE = "SELECT flowforge.resume_queue(name => %(name)s::text)"
 
 # The push worker: where a push queue's tasks are published, and the AMQP queue to bind for them.
 QUEUE_SETTINGS = """

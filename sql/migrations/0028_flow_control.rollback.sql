@@ -291,8 +291,10 @@ DROP TABLE flowforge.flow_bucket;
 DROP TABLE flowforge.flow_slot;
 DROP TABLE flowforge.flow_lane;
 
-ALTER TABLE flowforge.work_item DROP CONSTRAINT work_item_flow_token_valid, DROP COLUMN flow_token, DROP COLUMN flow_lane;
-ALTER TABLE flowforge.task_run DROP CONSTRAINT taskrun_flow_token_valid, DROP COLUMN flow_token, DROP COLUMN flow_lane;
+ALTER TABLE flowforge.work_item DROP CONSTRAINT work_item_flow_queue_slot_has_token, DROP CONSTRAINT work_item_flow_token_valid,
+    DROP COLUMN flow_queue_slot, DROP COLUMN flow_token, DROP COLUMN flow_lane;
+ALTER TABLE flowforge.task_run DROP CONSTRAINT taskrun_flow_queue_slot_has_token, DROP CONSTRAINT taskrun_flow_token_valid,
+    DROP COLUMN flow_queue_slot, DROP COLUMN flow_token, DROP COLUMN flow_lane;
 ALTER TABLE flowforge.task DROP CONSTRAINT task_flow_is_object, DROP COLUMN flow;
 DROP INDEX flowforge.queue_flow_idx;
 ALTER TABLE flowforge.queue DROP CONSTRAINT queue_rate_valid, DROP CONSTRAINT queue_max_running_valid,

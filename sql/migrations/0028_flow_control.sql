@@ -9,10 +9,13 @@
 --                flow, generated: "claims of this queue take the flow-control path"
 --   task         flow: the flow control a unit of the definition declares (NULL: none)
 --   task_run,    flow_lane: the unit's lane (its evaluated keys), set when it is created;
---   work_item    flow_token: the fencing token of the claim that took its slots
+--   work_item    flow_token: the fencing token of the claim that took its slots (its key's, when
+--                its lane has a concurrency key); flow_queue_slot: that claim took a slot of
+--                the queue's max_running too
 --   flow_lane    one row per distinct evaluated flow control: the concurrency key and
 --                its max, the rate-limit key and its rate, the fairness key and weight
---   flow_slot    running counters: one row per queue and per concurrency key value
+--   flow_slot    running counters: one row per queue (kept while it has max_running) and per
+--                concurrency key value
 --   flow_bucket  token buckets: one row per queue rate and per rate-limit key value
 --   flow_fair    a fairness key's pass (virtual time) in a queue
 --
@@ -56,11 +59,15 @@ ALTER TABLE flowforge.task
 ALTER TABLE flowforge.task_run
     ADD COLUMN flow_lane uuid,
     ADD COLUMN flow_token bigint,
-    ADD CONSTRAINT taskrun_flow_token_valid CHECK (flow_token IS NULL OR flow_token BETWEEN 1 AND fencing_token);
+    ADD COLUMN flow_queue_slot boolean,
+    ADD CONSTRAINT taskrun_flow_token_valid CHECK (flow_token IS NULL OR flow_token BETWEEN 1 AND fencing_token),
+    ADD CONSTRAINT taskrun_flow_queue_slot_has_token CHECK (NOT flow_queue_slot OR flow_token IS NOT NULL);
 ALTER TABLE flowforge.work_item
     ADD COLUMN flow_lane uuid,
     ADD COLUMN flow_token bigint,
-    ADD CONSTRAINT work_item_flow_token_valid CHECK (flow_token IS NULL OR flow_token BETWEEN 1 AND fencing_token);
+    ADD COLUMN flow_queue_slot boolean,
+    ADD CONSTRAINT work_item_flow_token_valid CHECK (flow_token IS NULL OR flow_token BETWEEN 1 AND fencing_token),
+    ADD CONSTRAINT work_item_flow_queue_slot_has_token CHECK (NOT flow_queue_slot OR flow_token IS NOT NULL);
 
 CREATE TABLE flowforge.flow_lane (
     organization_id  uuid         NOT NULL,
@@ -373,7 +380,8 @@ CROSS JOIN LATERAL (
         THEN (
             SELECT nullif(jsonb_strip_nulls(jsonb_build_object(
                 'queue', CASE WHEN q.flow THEN jsonb_build_object(
-                    'paused', q.paused, 'max_running', q.max_running, 'running', coalesce(qs.running, 0),
+                    'paused', q.paused, 'max_running', q.max_running,
+                    'running', CASE WHEN q.max_running IS NOT NULL THEN coalesce(qs.running, 0) END,
                     'rate', CASE WHEN q.rate_limit IS NOT NULL THEN jsonb_build_object(
                         'limit', q.rate_limit, 'per', q.rate_per, 'tokens', qt.tokens,
                         'next_token_at', CASE WHEN qt.tokens < 1 THEN flowforge.now() + qt.wait END) END) END,
@@ -603,14 +611,15 @@ SELECT k.organization_id, o.slug::text AS organization, k.unit_kind, k.queue,
        coalesce(l.ready, 0) AS ready, coalesce(l.running, 0) AS running, coalesce(l.scheduled, 0) AS scheduled,
        l.oldest_ready_at, flowforge.now() - l.oldest_ready_at AS oldest_ready_age, l.next_scheduled_at,
        coalesce(cl.claims, 0) AS claims_last_minute,
-       -- Flow control (0028): the queue's switches and limits, the running counter its flow-control
-       -- claims keep (both kinds of unit), tokens left, and what each rule holds back now (a unit may
-       -- be held by more than one; keys: per key, see flow.keys / flow.rate_keys).
+       -- Flow control (0028): the queue's switches and limits, the running counter max_running keeps
+       -- (both kinds of unit), tokens left, and what each rule holds back now (a unit may be held by
+       -- more than one; keys: per key, see flow.keys / flow.rate_keys).
        coalesce(q.paused, false) AS paused, q.max_running,
        CASE WHEN q.rate_limit IS NOT NULL THEN jsonb_build_object('limit', q.rate_limit, 'per', q.rate_per,
                                                                   'tokens', qt.tokens) END AS rate,
        CASE WHEN q.flow THEN jsonb_strip_nulls(jsonb_build_object(
-           'running', coalesce(qs.running, 0), 'keys', kd.keys, 'rate_keys', kd.rate_keys,
+           'running', CASE WHEN q.max_running IS NOT NULL THEN coalesce(qs.running, 0) END,
+           'keys', kd.keys, 'rate_keys', kd.rate_keys,
            'held_back', jsonb_build_object(
                'queue_paused', CASE WHEN q.paused THEN coalesce(l.ready, 0) ELSE 0 END,
                'queue_concurrency', CASE WHEN q.max_running IS NOT NULL
@@ -628,7 +637,7 @@ LEFT JOIN claims cl ON (cl.organization_id, cl.unit_kind, cl.queue) = (k.organiz
 LEFT JOIN flowforge.organization o ON o.id = k.organization_id
 LEFT JOIN flowforge.queue q ON q.organization_id = k.organization_id AND q.name = k.queue
 LEFT JOIN keyed kd ON (kd.organization_id, kd.unit_kind, kd.queue) = (k.organization_id, k.unit_kind, k.queue)
-LEFT JOIN flowforge.flow_slot qs ON q.flow AND qs.organization_id = k.organization_id AND qs.scope = 'queue'
+LEFT JOIN flowforge.flow_slot qs ON q.max_running IS NOT NULL AND qs.organization_id = k.organization_id AND qs.scope = 'queue'
                                 AND qs.name = k.queue AND qs.value = 'null'
 LEFT JOIN flowforge.flow_bucket qb ON q.rate_limit IS NOT NULL AND qb.organization_id = k.organization_id
                                   AND qb.scope = 'queue' AND qb.name = k.queue AND qb.value = 'null'

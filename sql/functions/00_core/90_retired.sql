@@ -32,7 +32,8 @@ DROP FUNCTION IF EXISTS flowforge._enqueue_work(uuid, text, uuid, uuid, text, js
 -- configure_queue(name, exchange, routing_key, dispatch_lease) -> configure_queue(..., max_running, rate)
 -- (flow control; issue 18).
 DROP FUNCTION IF EXISTS flowforge.configure_queue(text, text, text, interval);
--- _dispatch_rows(ids, now) -> _dispatch_rows(ids, now, flow) (a flow-controlled push queue's units hold slots; issue 18).
+-- _dispatch_rows(ids, now) -> _dispatch_rows(ids, now, holders, queue_holders) (a flow-controlled push queue's
+-- units hold slots; issue 18).
 DROP FUNCTION IF EXISTS flowforge._dispatch_rows(uuid[], timestamptz);
 -- Ownership and keyset listings (issue 19): the run's creator is passed down from _start_run (a trigger's runs
 -- belong to the trigger's creator), and every listing gained after (a cursor) and include_deleted / filters.

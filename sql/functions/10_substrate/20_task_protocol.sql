@@ -76,7 +76,8 @@ DECLARE
     v_agent record;
     v_ids uuid[];
     v_pinned record;
-    v_flow boolean := false;
+    v_holders uuid[];         -- flow control: the units whose claim takes slots, and of them
+    v_queue_holders uuid[];   -- those that take a slot of their queue's max_running
 BEGIN
     IF claim.queues IS NULL OR cardinality(claim.queues) = 0 OR array_position(claim.queues, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'claim needs at least one queue name and no NULLs'
@@ -121,9 +122,9 @@ BEGIN
                WHERE q.organization_id = v_org AND q.name = ANY (claim.queues) AND q.flow) THEN
         -- Flow control (22_flow_control.sql): a queue paused, limited or keyed. Its pick
         -- also pins and counts; queues without it take the statements below, unchanged.
-        v_flow := true;
-        v_ids := flowforge._flow_pick('task_run', v_org, claim.queues, claim.batch, v_now, claim.worker,
-                                      v_agent.registered, v_agent.labels, claim.task_names, NULL);
+        SELECT p.ids, p.holders, p.queue_holders INTO v_ids, v_holders, v_queue_holders
+        FROM flowforge._flow_pick('task_run', v_org, claim.queues, claim.batch, v_now, claim.worker,
+                                  v_agent.registered, v_agent.labels, claim.task_names, NULL) p;
     ELSIF claim.task_names IS NOT NULL THEN
         -- Only what the caller can run: one ordered scan of idx_taskrun_ready_by_name per
         -- (queue, name), then the best of them. Tasks nobody handles stay ready.
@@ -200,7 +201,9 @@ BEGIN
             lease_owner = claim.worker,
             lease_expires_at = v_now + CASE WHEN tr.timeout < claim.lease THEN tr.timeout ELSE claim.lease END,
             started_at = v_now,
-            flow_token = CASE WHEN v_flow THEN tr.fencing_token + 1 END  -- this generation holds flow slots
+            -- Flow control: this generation holds the slots its pick took (the release trigger gives them back).
+            flow_token = CASE WHEN tr.id = ANY (v_holders) THEN tr.fencing_token + 1 END,
+            flow_queue_slot = CASE WHEN tr.id = ANY (v_holders) THEN tr.id = ANY (v_queue_holders) END
         WHERE tr.organization_id = v_org AND tr.id = ANY (v_ids)  -- locked by the pick above: still ready
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
                   tr.fencing_token, tr.lease_expires_at

@@ -22,18 +22,22 @@
 --   claim's one probe of queue_flow_idx (empty while nobody uses it) and the
 --   WHEN clause of the release trigger.
 -- * Limits are counted rows, locked in the claim's transaction: the queue's
---   running counter (flow_slot, scope queue), each concurrency key value's
---   (flow_slot, scope key), each token bucket (flow_bucket). Never a count
---   over the units themselves. Lock order: the claimed queues' counters (by
---   name), each one's bucket after it, then the key counters and key buckets
---   a claim needs (sorted); the release takes the queue's counter, then the
---   key's. A claim of a queue through this path therefore waits for another
---   claim of that queue to commit: the price of a limit that holds.
+--   running counter (flow_slot, scope queue: while it has max_running), each
+--   concurrency key value's (flow_slot, scope key), each token bucket
+--   (flow_bucket). Never a count over the units themselves. Lock order: the
+--   claimed queues' counters (by name, FOR UPDATE: claims of a queue with
+--   max_running take turns, the price of one counter that holds), each one's
+--   bucket after it; then key counters and key buckets FOR UPDATE SKIP LOCKED
+--   (one another claim holds is full for this claim: no claim ever waits for a
+--   key, so none deadlocks on keys); fairness passes last, in key order. The
+--   release takes the queue's counter, then the key's.
 -- * The units a claim takes are marked with flow_token = their new fencing
 --   token. When such a unit leaves running (dispatched) — complete, fail, the
 --   reaper, cancel, a fan-out's end, a purge — the row trigger _flow_release
 --   gives its slots back, once, because only that generation's transition
---   out of running fires it, and wakes claimers (NOTIFY flowforge_ready).
+--   out of running fires it, and wakes claimers (NOTIFY flowforge_ready) when
+--   a slot it gave back was full (nobody waits for one that was not; a key
+--   shared by definitions of different max wakes by the releasing unit's).
 --   Rate tokens are spent, never given back.
 -- * A unit held back by a limit stays ready (pending), untouched: no attempt,
 --   no event; it is claimed as soon as its limit allows.
@@ -155,9 +159,25 @@ BEGIN
                 v_rate_value, (v_rate ->> 'limit')::integer, (v_rate ->> 'per')::interval, v_fair_value, v_weight, p_now)
         ON CONFLICT ON CONSTRAINT flow_lane_identity_uq DO NOTHING
         RETURNING id INTO v_id;
-        IF v_id IS NULL THEN  -- a concurrent creator's insert won
+        IF v_id IS NULL THEN  -- a concurrent creator's insert won (and made the rows below)
             SELECT l.id INTO STRICT v_id FROM flowforge.flow_lane l
             WHERE l.organization_id = p_org AND l.identity = v_identity;
+        ELSE
+            -- Its key's counter and bucket exist before any claim needs them: a claim only
+            -- locks them (SKIP LOCKED), never creates them.
+            IF v_conc IS NOT NULL THEN
+                INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
+                VALUES (p_org, 'key', v_conc ->> 'key', v_conc_value, 0, p_now)
+                ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
+            END IF;
+            IF v_rate IS NOT NULL THEN
+                INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
+                VALUES (p_org, 'key', v_rate ->> 'key', v_rate_value, (v_rate ->> 'limit')::integer,
+                        (v_rate ->> 'per')::interval,
+                        flowforge._flow_refill(NULL, p_now, (v_rate ->> 'limit')::integer, (v_rate ->> 'per')::interval, p_now),
+                        p_now)
+                ON CONFLICT ON CONSTRAINT flow_bucket_pkey DO NOTHING;
+            END IF;
         END IF;
     END IF;
     RETURN v_id;
@@ -195,28 +215,94 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_lane record;
+    v_before integer;
+    v_wake boolean := false;
 BEGIN
-    -- Lock order: the queue's counter, then the key's (as the claim takes them).
-    UPDATE flowforge.flow_slot s SET running = s.running - 1, updated_at = flowforge.now()
-    WHERE s.organization_id = OLD.organization_id AND s.scope = 'queue' AND s.name = OLD.queue AND s.value = 'null';
+    -- Lock order: the queue's counter, then the key's (as the claim takes them). A slot that
+    -- was full may have held work back: wake claimers then (only then: a release below the
+    -- limit frees nothing anyone waits for).
+    IF OLD.flow_queue_slot THEN
+        UPDATE flowforge.flow_slot s SET running = s.running - 1, updated_at = flowforge.now()
+        WHERE s.organization_id = OLD.organization_id AND s.scope = 'queue' AND s.name = OLD.queue AND s.value = 'null'
+        RETURNING s.running + 1 INTO v_before;
+        v_wake := v_before >= coalesce((SELECT q.max_running FROM flowforge.queue q
+                                        WHERE q.organization_id = OLD.organization_id AND q.name = OLD.queue), 0);
+    END IF;
     IF OLD.flow_lane IS NOT NULL THEN
-        SELECT l.conc_name, l.conc_value INTO v_lane
+        SELECT l.conc_name, l.conc_value, l.conc_max INTO v_lane
         FROM flowforge.flow_lane l WHERE l.organization_id = OLD.organization_id AND l.id = OLD.flow_lane;
         IF v_lane.conc_name IS NOT NULL THEN
             UPDATE flowforge.flow_slot s SET running = s.running - 1, updated_at = flowforge.now()
             WHERE s.organization_id = OLD.organization_id AND s.scope = 'key' AND s.name = v_lane.conc_name
-              AND s.value = v_lane.conc_value;
+              AND s.value = v_lane.conc_value
+            RETURNING s.running + 1 INTO v_before;
+            v_wake := v_wake OR v_before >= v_lane.conc_max;
         END IF;
     END IF;
-    -- Work held back by these slots may go now.
-    PERFORM pg_notify('flowforge_ready', '');
+    IF v_wake THEN
+        PERFORM pg_notify('flowforge_ready', '');
+    END IF;
     RETURN NULL;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._flow_release() IS
   'Trigger function (task_run_flow_release, work_item_flow_release and their _deleted twins): a unit whose claim '
-  'took flow-control slots leaves running / dispatched (or is deleted): its queue''s running counter and its '
-  'concurrency key''s go down by one, and NOTIFY flowforge_ready wakes claimers.';
+  'took flow-control slots leaves running / dispatched (or is deleted): its queue''s running counter (when it took '
+  'a queue slot) and its concurrency key''s go down by one; when one of them was full, NOTIFY flowforge_ready wakes '
+  'claimers.';
+
+-- A key's counter (gate k:…, p_def [name, value, max]) or a key's bucket (r:…,
+-- [name, value, limit, per]) for a claim: locked FOR UPDATE SKIP LOCKED and its
+-- room now (slots left; whole tokens); 0 when another transaction holds it. A
+-- gate's row is made with its lane (_flow_lane); one missing is made here.
+CREATE OR REPLACE FUNCTION flowforge._flow_lock_gate(p_org uuid, p_gate text, p_def jsonb, p_now timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    v_room bigint;
+BEGIN
+    FOR v_attempt IN 1 .. 2 LOOP
+        IF left(p_gate, 2) = 'k:' THEN
+            SELECT (p_def ->> 2)::integer - s.running INTO v_room FROM flowforge.flow_slot s
+            WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = p_def ->> 0 AND s.value = p_def -> 1
+            FOR UPDATE SKIP LOCKED;
+            IF FOUND THEN
+                RETURN greatest(v_room, 0);
+            END IF;
+            EXIT WHEN v_attempt = 2 OR EXISTS (
+                SELECT 1 FROM flowforge.flow_slot s
+                WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = p_def ->> 0 AND s.value = p_def -> 1);
+            INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
+            VALUES (p_org, 'key', p_def ->> 0, p_def -> 1, 0, p_now)
+            ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
+        ELSE
+            SELECT flowforge._flow_refill(b.level, b.refilled_at, b.rate_limit, b.rate_per, p_now)
+                   / flowforge._flow_per_us(b.rate_per) INTO v_room
+            FROM flowforge.flow_bucket b
+            WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = p_def ->> 0 AND b.value = p_def -> 1
+              AND b.rate_limit = (p_def ->> 2)::integer AND b.rate_per = (p_def ->> 3)::interval
+            FOR UPDATE SKIP LOCKED;
+            IF FOUND THEN
+                RETURN v_room;
+            END IF;
+            EXIT WHEN v_attempt = 2 OR EXISTS (
+                SELECT 1 FROM flowforge.flow_bucket b
+                WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = p_def ->> 0 AND b.value = p_def -> 1
+                  AND b.rate_limit = (p_def ->> 2)::integer AND b.rate_per = (p_def ->> 3)::interval);
+            INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
+            VALUES (p_org, 'key', p_def ->> 0, p_def -> 1, (p_def ->> 2)::integer, (p_def ->> 3)::interval,
+                    flowforge._flow_refill(NULL, p_now, (p_def ->> 2)::integer, (p_def ->> 3)::interval, p_now), p_now)
+            ON CONFLICT ON CONSTRAINT flow_bucket_pkey DO NOTHING;
+        END IF;
+    END LOOP;
+    RETURN 0;  -- held by another claim right now
+END;
+$$;
+COMMENT ON FUNCTION flowforge._flow_lock_gate(uuid, text, jsonb, timestamptz) IS
+  'Internal: locks a concurrency key''s counter or a rate-limit key''s bucket for a claim (FOR UPDATE SKIP LOCKED; '
+  'made when missing) and returns its room now — slots left, or whole tokens after refilling to p_now; 0 when '
+  'another transaction holds it.';
 
 -- The claim through flow control: which units of p_queues to take, at most
 -- p_batch, honouring every limit, fairly; they are locked (FOR UPDATE SKIP
@@ -227,8 +313,8 @@ COMMENT ON FUNCTION flowforge._flow_release() IS
 -- dispatch (no labels, no pins).
 CREATE OR REPLACE FUNCTION flowforge._flow_pick(p_kind text, p_org uuid, p_queues text[], p_batch integer,
                                                 p_now timestamptz, p_worker text, p_registered boolean,
-                                                p_labels jsonb, p_task_names text[], p_engine_kinds text[])
-RETURNS uuid[]
+                                                p_labels jsonb, p_task_names text[], p_engine_kinds text[],
+                                                OUT ids uuid[], OUT holders uuid[], OUT queue_holders uuid[])
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -241,6 +327,8 @@ DECLARE
     v_caps jsonb := '{}';          -- gate -> capacity left (queues: q:<name>; keys: k:<n>; buckets: r:<n>)
     v_qcap0 jsonb := '{}';         -- the queues' capacities before the first pass
     v_qrate jsonb := '{}';         -- queue -> [limit, per] of its bucket
+    v_qcounted text[] := '{}';     -- queues whose max_running counter this claim keeps
+    v_running integer;
     v_lines jsonb;
     v_c record;
     -- per line (a lane of a queue, or the queue's units without a lane), by line number
@@ -252,42 +340,48 @@ DECLARE
     l_weight numeric[] := '{}';
     l_eff numeric[] := '{}';
     l_admit integer[] := '{}';
-    -- gates met by the first pass, to lock
+    l_fairkeys integer[] := '{}';  -- 1: the line's queue has one fairness key with ready work; 2: more
+    -- the gates the candidates meet
     g_conc jsonb := '{}';          -- k:<n> -> [name, value, max]
     g_rate jsonb := '{}';          -- r:<n> -> [name, value, limit, per]
-    -- the first pass's admissions, in claim order (line numbers)
-    v_order integer[] := '{}';
+    v_cands integer[] := '{}';     -- the candidates in claim order (their line numbers)
     v_total integer := 0;
     v_gate text;
-    v_ok boolean;
-    v_row record;
     v_line integer;
     v_ids uuid[] := '{}';
+    v_holders uuid[] := '{}';
+    v_qholders uuid[] := '{}';
     v_got uuid[];
     v_pinned record;
     v_taken jsonb := '{}';         -- line number -> units taken
 BEGIN
-    -- 1. The queues' running counters, locked in name order (created on first use), with each
-    --    queue's capacity: 0 when paused, max_running - running, and what its bucket allows.
-    INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
-    SELECT p_org, 'queue', u.name, 'null', 0, p_now
-    FROM (SELECT DISTINCT x AS name FROM unnest(p_queues) AS x) u
-    WHERE NOT EXISTS (SELECT 1 FROM flowforge.flow_slot s
-                      WHERE s.organization_id = p_org AND s.scope = 'queue' AND s.name = u.name AND s.value = 'null')
-    ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
+    -- 1. Each queue's capacity: 0 when paused; under max_running, what its counter leaves
+    --    (the counter locked, in name order, created on first use: claims of a queue with
+    --    max_running take turns here); what its bucket allows (locked after its counter).
     FOR v_queue IN
-        SELECT s.name, s.running, coalesce(q.paused, false) AS paused, q.max_running, q.rate_limit, q.rate_per
-        FROM flowforge.flow_slot s
-        LEFT JOIN flowforge.queue q ON q.organization_id = p_org AND q.name = s.name
-        WHERE s.organization_id = p_org AND s.scope = 'queue' AND s.name = ANY (p_queues) AND s.value = 'null'
-        ORDER BY s.name
-        FOR UPDATE OF s
+        SELECT u.name, coalesce(q.paused, false) AS paused, q.max_running, q.rate_limit, q.rate_per
+        FROM (SELECT DISTINCT x AS name FROM unnest(p_queues) AS x) u
+        LEFT JOIN flowforge.queue q ON q.organization_id = p_org AND q.name = u.name
+        ORDER BY u.name
     LOOP
-        v_cap := CASE WHEN v_queue.paused THEN 0
-                      WHEN v_queue.max_running IS NULL THEN p_batch
-                      ELSE greatest(0, least(p_batch, v_queue.max_running - v_queue.running)) END;
+        CONTINUE WHEN v_queue.paused;
+        v_cap := p_batch;
+        IF v_queue.max_running IS NOT NULL THEN
+            SELECT s.running INTO v_running FROM flowforge.flow_slot s
+            WHERE s.organization_id = p_org AND s.scope = 'queue' AND s.name = v_queue.name AND s.value = 'null'
+            FOR UPDATE;
+            IF NOT FOUND THEN
+                INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
+                VALUES (p_org, 'queue', v_queue.name, 'null', 0, p_now)
+                ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
+                SELECT s.running INTO STRICT v_running FROM flowforge.flow_slot s
+                WHERE s.organization_id = p_org AND s.scope = 'queue' AND s.name = v_queue.name AND s.value = 'null'
+                FOR UPDATE;
+            END IF;
+            v_cap := greatest(0, least(v_cap, v_queue.max_running - v_running));
+            v_qcounted := v_qcounted || v_queue.name::text;
+        END IF;
         IF v_cap > 0 AND v_queue.rate_limit IS NOT NULL THEN
-            -- Only claims holding this queue's counter touch its bucket: no order to keep beyond that.
             INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
             VALUES (p_org, 'queue', v_queue.name, 'null', v_queue.rate_limit, v_queue.rate_per,
                     flowforge._flow_refill(NULL, p_now, v_queue.rate_limit, v_queue.rate_per, p_now), p_now)
@@ -307,7 +401,7 @@ BEGIN
         END IF;
     END LOOP;
     IF cardinality(v_qnames) = 0 THEN
-        RETURN NULL;
+        RETURN;
     END IF;
 
     -- 2. The lines with ready work: each lane of each queue (a loose index scan of the
@@ -405,137 +499,84 @@ BEGIN
         WHERE h.prios IS NOT NULL;
     END IF;
     IF v_lines IS NULL THEN
-        RETURN NULL;
+        RETURN;
     END IF;
 
-    -- 3. First pass, on the key counters and buckets as they are (not locked yet): every
-    --    candidate in claim order — priority, then fairness tag, then age — admitted while
-    --    its queue, its concurrency key and its buckets have room.
-    v_caps := v_qcap0;
+    -- 3. The candidates in claim order — priority, then fairness tag, then age — each with
+    --    its line's facts: its queue, its concurrency key and its bucket (gates).
     FOR v_c IN
         WITH line AS (
             SELECT t.ord::integer AS line_no, t.x ->> 'queue' AS queue, (t.x ->> 'lane')::uuid AS lane,
                    ARRAY(SELECT p::integer FROM jsonb_array_elements_text(t.x -> 'prios') AS p) AS prios,
                    ARRAY(SELECT a::timestamptz FROM jsonb_array_elements_text(t.x -> 'ages') AS a) AS ages
             FROM jsonb_array_elements(v_lines) WITH ORDINALITY AS t(x, ord)
-        ), info AS (
+        ), info AS MATERIALIZED (
             SELECT li.*, fl.conc_name, fl.conc_value, fl.conc_max, fl.rate_name, fl.rate_value, fl.rate_limit,
                    fl.rate_per, coalesce(fl.fair_value, 'null') AS fair_value, coalesce(fl.fair_weight, 1) AS weight,
-                   CASE WHEN fl.conc_name IS NOT NULL
-                        THEN greatest(0, fl.conc_max - coalesce((
-                            SELECT s.running FROM flowforge.flow_slot s
-                            WHERE s.organization_id = p_org AND s.scope = 'key' AND s.name = fl.conc_name
-                              AND s.value = fl.conc_value), 0)) END AS conc_cap,
-                   CASE WHEN fl.rate_name IS NOT NULL
-                        THEN (SELECT flowforge._flow_refill(max(b.level), max(b.refilled_at), fl.rate_limit, fl.rate_per, p_now)
-                              FROM flowforge.flow_bucket b
-                              WHERE b.organization_id = p_org AND b.scope = 'key' AND b.name = fl.rate_name
-                                AND b.value = fl.rate_value AND b.rate_limit = fl.rate_limit AND b.rate_per = fl.rate_per)
-                             / flowforge._flow_per_us(fl.rate_per) END AS rate_cap,
                    (SELECT f.pass FROM flowforge.flow_fair f
-                    WHERE f.organization_id = p_org AND f.queue = li.queue AND f.value = coalesce(fl.fair_value, 'null')) AS pass
+                    WHERE f.organization_id = p_org AND f.queue = li.queue::varchar
+                      AND f.value = coalesce(fl.fair_value, 'null')) AS pass
             FROM line li
             LEFT JOIN flowforge.flow_lane fl ON fl.organization_id = p_org AND fl.id = li.lane
         ), fair AS (
             -- A key banks at most one round of credit: never below the leader's pass - 1.
-            SELECT i.*, greatest(coalesce(i.pass, 0), coalesce(max(i.pass) OVER (PARTITION BY i.queue), 0) - 1) AS eff
-            FROM info i
+            SELECT i.*, greatest(coalesce(i.pass, 0), coalesce(max(i.pass) OVER (PARTITION BY i.queue), 0) - 1) AS eff,
+                   CASE WHEN min(i.fair_value::text) OVER (PARTITION BY i.queue)
+                             = max(i.fair_value::text) OVER (PARTITION BY i.queue) THEN 1 ELSE 2 END AS fair_keys
+            FROM (SELECT * FROM info) i
         ), cand AS (
             SELECT f.*, k, f.prios[k] AS prio, f.ages[k] AS age,
                    min(f.eff) OVER (PARTITION BY f.queue) AS floor,
                    row_number() OVER (PARTITION BY f.queue, f.fair_value ORDER BY f.prios[k], f.ages[k], f.line_no, k) AS j
             FROM fair f CROSS JOIN LATERAL generate_subscripts(f.prios, 1) AS k
         )
-        SELECT c.line_no, c.queue, c.lane, c.k, c.conc_name, c.conc_value, c.conc_max, c.conc_cap, c.rate_name,
-               c.rate_value, c.rate_limit, c.rate_per, c.rate_cap, c.fair_value, c.weight, c.eff
+        SELECT c.line_no, c.queue, c.lane, c.k, c.conc_name, c.conc_value, c.conc_max, c.rate_name,
+               c.rate_value, c.rate_limit, c.rate_per, c.fair_value, c.weight, c.eff, c.fair_keys
         FROM cand c
         ORDER BY c.prio, (c.eff - c.floor) + (c.j - 1) / c.weight, c.age, c.line_no, c.k
     LOOP
         IF v_c.k = 1 THEN
-            -- The line's facts, on first sight.
+            -- The line's facts, on first sight (its first candidate comes first).
             l_queue[v_c.line_no] := v_c.queue;
             l_lane[v_c.line_no] := v_c.lane;
             l_fair[v_c.line_no] := v_c.fair_value;
             l_weight[v_c.line_no] := v_c.weight;
             l_eff[v_c.line_no] := v_c.eff;
+            l_fairkeys[v_c.line_no] := v_c.fair_keys;
             l_admit[v_c.line_no] := 0;
             IF v_c.conc_name IS NOT NULL THEN
                 v_gate := 'k:' || jsonb_build_array(v_c.conc_name, v_c.conc_value)::text;
                 l_cgate[v_c.line_no] := v_gate;
-                IF NOT v_caps ? v_gate THEN
-                    v_caps := v_caps || jsonb_build_object(v_gate, v_c.conc_cap);
+                IF NOT g_conc ? v_gate THEN
                     g_conc := g_conc || jsonb_build_object(v_gate, jsonb_build_array(v_c.conc_name, v_c.conc_value, v_c.conc_max));
                 END IF;
             END IF;
             IF v_c.rate_name IS NOT NULL THEN
                 v_gate := 'r:' || jsonb_build_array(v_c.rate_name, v_c.rate_value, v_c.rate_limit, v_c.rate_per)::text;
                 l_rgate[v_c.line_no] := v_gate;
-                IF NOT v_caps ? v_gate THEN
-                    v_caps := v_caps || jsonb_build_object(v_gate, v_c.rate_cap);
+                IF NOT g_rate ? v_gate THEN
                     g_rate := g_rate || jsonb_build_object(v_gate, jsonb_build_array(v_c.rate_name, v_c.rate_value,
                                                                                       v_c.rate_limit, v_c.rate_per));
                 END IF;
             END IF;
         END IF;
-        v_ok := (v_caps ->> ('q:' || v_c.queue))::integer > 0
-                AND (l_cgate[v_c.line_no] IS NULL OR (v_caps ->> l_cgate[v_c.line_no])::integer > 0)
-                AND (l_rgate[v_c.line_no] IS NULL OR (v_caps ->> l_rgate[v_c.line_no])::bigint > 0);
-        IF v_ok THEN
-            FOREACH v_gate IN ARRAY ARRAY['q:' || v_c.queue, l_cgate[v_c.line_no], l_rgate[v_c.line_no]] LOOP
-                IF v_gate IS NOT NULL THEN
-                    v_caps := jsonb_set(v_caps, ARRAY[v_gate], to_jsonb((v_caps ->> v_gate)::bigint - 1));
-                END IF;
-            END LOOP;
-            v_order := v_order || v_c.line_no;
-            v_total := v_total + 1;
-            EXIT WHEN v_total >= p_batch;
-        END IF;
+        v_cands := v_cands || v_c.line_no;
     END LOOP;
-    IF v_total = 0 THEN
-        RETURN NULL;
-    END IF;
 
-    -- 4. Lock the key counters and key buckets the admitted candidates need, sorted (counters,
-    --    then buckets), and read them exactly; then admit again, in the same order, on those.
+    -- 4. Admit candidates in that order while their queue, key and bucket have room. A key's
+    --    counter and a bucket are locked when a candidate first needs them, FOR UPDATE SKIP
+    --    LOCKED, and read exactly: one another claim holds right now is full for this claim (no
+    --    claim waits for another's key — none can deadlock on keys; that other claim is taking
+    --    from it anyway), and the candidates behind go on to the next key.
     v_caps := v_qcap0;
-    IF g_conc <> '{}' THEN
-        INSERT INTO flowforge.flow_slot (organization_id, scope, name, value, running, updated_at)
-        SELECT p_org, 'key', g.value ->> 0, g.value -> 1, 0, p_now FROM jsonb_each(g_conc) AS g
-        ON CONFLICT ON CONSTRAINT flow_slot_pkey DO NOTHING;
-        FOR v_row IN
-            SELECT g.key AS gate, (g.value ->> 2)::integer - s.running AS cap
-            FROM jsonb_each(g_conc) AS g
-            JOIN flowforge.flow_slot s ON s.organization_id = p_org AND s.scope = 'key' AND s.name = g.value ->> 0
-                                      AND s.value = g.value -> 1
-            ORDER BY s.name, s.value
-            FOR UPDATE OF s
-        LOOP
-            v_caps := v_caps || jsonb_build_object(v_row.gate, v_row.cap);
+    FOREACH v_line IN ARRAY v_cands LOOP
+        CONTINUE WHEN (v_caps ->> ('q:' || l_queue[v_line]))::integer <= 0;
+        FOREACH v_gate IN ARRAY ARRAY[l_cgate[v_line], l_rgate[v_line]] LOOP
+            CONTINUE WHEN v_gate IS NULL OR v_caps ? v_gate;
+            v_caps := v_caps || jsonb_build_object(v_gate, flowforge._flow_lock_gate(p_org, v_gate,
+                                                   coalesce(g_conc -> v_gate, g_rate -> v_gate), p_now));
         END LOOP;
-    END IF;
-    IF g_rate <> '{}' THEN
-        INSERT INTO flowforge.flow_bucket (organization_id, scope, name, value, rate_limit, rate_per, level, refilled_at)
-        SELECT p_org, 'key', g.value ->> 0, g.value -> 1, (g.value ->> 2)::integer, (g.value ->> 3)::interval,
-               flowforge._flow_refill(NULL, p_now, (g.value ->> 2)::integer, (g.value ->> 3)::interval, p_now), p_now
-        FROM jsonb_each(g_rate) AS g
-        ON CONFLICT ON CONSTRAINT flow_bucket_pkey DO NOTHING;
-        FOR v_row IN
-            SELECT g.key AS gate,
-                   flowforge._flow_refill(b.level, b.refilled_at, b.rate_limit, b.rate_per, p_now)
-                   / flowforge._flow_per_us(b.rate_per) AS cap
-            FROM jsonb_each(g_rate) AS g
-            JOIN flowforge.flow_bucket b ON b.organization_id = p_org AND b.scope = 'key' AND b.name = g.value ->> 0
-                                        AND b.value = g.value -> 1 AND b.rate_limit = (g.value ->> 2)::integer
-                                        AND b.rate_per = (g.value ->> 3)::interval
-            ORDER BY b.name, b.value, b.rate_limit, b.rate_per
-            FOR UPDATE OF b
-        LOOP
-            v_caps := v_caps || jsonb_build_object(v_row.gate, v_row.cap);
-        END LOOP;
-    END IF;
-    FOREACH v_line IN ARRAY v_order LOOP
-        IF (v_caps ->> ('q:' || l_queue[v_line]))::integer > 0
-           AND (l_cgate[v_line] IS NULL OR (v_caps ->> l_cgate[v_line])::integer > 0)
+        IF (l_cgate[v_line] IS NULL OR (v_caps ->> l_cgate[v_line])::bigint > 0)
            AND (l_rgate[v_line] IS NULL OR (v_caps ->> l_rgate[v_line])::bigint > 0) THEN
             FOREACH v_gate IN ARRAY ARRAY['q:' || l_queue[v_line], l_cgate[v_line], l_rgate[v_line]] LOOP
                 IF v_gate IS NOT NULL THEN
@@ -543,8 +584,13 @@ BEGIN
                 END IF;
             END LOOP;
             l_admit[v_line] := l_admit[v_line] + 1;
+            v_total := v_total + 1;
+            EXIT WHEN v_total >= p_batch;
         END IF;
     END LOOP;
+    IF v_total = 0 THEN
+        RETURN;
+    END IF;
 
     -- 5. Take the units: per line, its first admitted-many ready units, locked (SKIP LOCKED:
     --    a unit another transaction holds is left, and its slot with it), then pinned.
@@ -651,10 +697,17 @@ BEGIN
         IF cardinality(v_got) > 0 THEN
             v_ids := v_ids || v_got;
             v_taken := v_taken || jsonb_build_object(v_line::text, cardinality(v_got));
+            -- Who holds what: a key slot (the lane has a concurrency key), a queue slot (max_running).
+            IF l_cgate[v_line] IS NOT NULL OR l_queue[v_line] = ANY (v_qcounted) THEN
+                v_holders := v_holders || v_got;
+            END IF;
+            IF l_queue[v_line] = ANY (v_qcounted) THEN
+                v_qholders := v_qholders || v_got;
+            END IF;
         END IF;
     END LOOP;
     IF cardinality(v_ids) = 0 THEN
-        RETURN NULL;
+        RETURN;
     END IF;
 
     -- 6. Count what was taken: the queues' and keys' running counters, the buckets' tokens,
@@ -662,7 +715,7 @@ BEGIN
     WITH t AS (
         SELECT l_queue[x.key::integer] AS queue, l_cgate[x.key::integer] AS cgate, l_rgate[x.key::integer] AS rgate,
                l_fair[x.key::integer] AS fair_value, l_weight[x.key::integer] AS weight, l_eff[x.key::integer] AS eff,
-               x.value::integer AS n
+               l_fairkeys[x.key::integer] AS fair_keys, x.value::integer AS n
         FROM jsonb_each_text(v_taken) AS x
     ), by_queue AS (
         SELECT t.queue, sum(t.n)::integer AS n FROM t GROUP BY t.queue
@@ -670,6 +723,7 @@ BEGIN
         UPDATE flowforge.flow_slot s SET running = s.running + b.n, updated_at = p_now
         FROM by_queue b
         WHERE s.organization_id = p_org AND s.scope = 'queue' AND s.name = b.queue AND s.value = 'null'
+          AND b.queue = ANY (v_qcounted)
     ), queue_buckets AS (
         UPDATE flowforge.flow_bucket k
         SET level = flowforge._flow_refill(k.level, k.refilled_at, k.rate_limit, k.rate_per, p_now)
@@ -695,46 +749,62 @@ BEGIN
           AND k.value = g_rate #> ARRAY[r.rgate, '1'] AND k.rate_limit = (g_rate #>> ARRAY[r.rgate, '2'])::integer
           AND k.rate_per = (g_rate #>> ARRAY[r.rgate, '3'])::interval
     )
+    -- Passes matter only where keys compete: a queue whose ready work has one fairness key
+    -- (or none: the key null) keeps no pass, and its claims never queue up on one.
+    -- (In key order: two claims of one queue never wait for each other's passes crosswise.)
     INSERT INTO flowforge.flow_fair AS f (organization_id, queue, value, pass, updated_at)
     SELECT p_org, t.queue, t.fair_value, trim_scale(max(t.eff) + sum(t.n / t.weight)), p_now
-    FROM t GROUP BY t.queue, t.fair_value
+    FROM t WHERE t.fair_keys >= 2
+    GROUP BY t.queue, t.fair_value
+    ORDER BY t.queue, t.fair_value
     ON CONFLICT ON CONSTRAINT flow_fair_pkey DO UPDATE SET pass = EXCLUDED.pass, updated_at = EXCLUDED.updated_at;
-    RETURN v_ids;
+    ids := v_ids;
+    holders := v_holders;
+    queue_holders := v_qholders;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._flow_pick(text, uuid, text[], integer, timestamptz, text, boolean, jsonb, text[], text[]) IS
   'Internal: the claim through flow control (p_kind task_run or work_item) — up to p_batch ready units of p_queues '
   'that no limit holds back (paused queue, queue max_running, queue rate, concurrency key, rate-limit key), in claim '
   'order (priority, fairness tag, age), locked FOR UPDATE SKIP LOCKED and pinned (affinity) with the caller''s '
-  'filters; their slots, tokens and fairness passes counted. Returns their ids (NULL: none); the caller makes them '
-  'running / dispatched with flow_token = the new fencing token.';
+  'filters; their slots, tokens and fairness passes counted. Returns ids (NULL: none), holders (those that took a '
+  'slot) and queue_holders (those that took a queue slot); the caller makes them running / dispatched with, for '
+  'holders, flow_token = the new fencing token and flow_queue_slot.';
 
--- A queue turned limited while units of it run that no flow-control claim
--- counted: they are counted now (and give their slots back when they end).
+-- A queue given max_running while units of it run that hold no slot of it
+-- (claimed before): they are counted now, and give the slot back when they end.
 CREATE OR REPLACE FUNCTION flowforge._flow_adopt_running(p_org uuid, p_queue text, p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_lanes uuid[];
+    v_keyless uuid[];  -- lanes of adopted units that held no slot at all (their key slot is taken now too)
     v_n integer;
 BEGIN
-    -- Lock order: the units first (as a release holds them), then the counters.
+    -- Lock order: the units first (as a release holds them), then the counters. A unit that
+    -- already holds its key slot (flow_token current) keeps it and takes the queue's; one that
+    -- held nothing takes both.
     WITH adopted AS (
-        UPDATE flowforge.task_run tr SET flow_token = tr.fencing_token
-        WHERE tr.organization_id = p_org AND tr.state = 'running' AND tr.queue = p_queue
-          AND tr.flow_token IS DISTINCT FROM tr.fencing_token AND tr.fencing_token >= 1
-          AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()
-        RETURNING tr.flow_lane
+        UPDATE flowforge.task_run tr SET flow_token = tr.fencing_token, flow_queue_slot = true
+        FROM (SELECT x.id, x.flow_token IS NOT DISTINCT FROM x.fencing_token AS held FROM flowforge.task_run x
+              WHERE x.organization_id = p_org AND x.state = 'running' AND x.queue = p_queue AND x.fencing_token >= 1
+                AND NOT (x.flow_token IS NOT DISTINCT FROM x.fencing_token AND coalesce(x.flow_queue_slot, false))
+                AND x.lease_owner IS DISTINCT FROM flowforge._fanout_holder()) b
+        WHERE tr.id = b.id
+        RETURNING tr.flow_lane, b.held
     ), adopted_items AS (
-        UPDATE flowforge.work_item w SET flow_token = w.fencing_token
-        WHERE w.organization_id = p_org AND w.status = 'dispatched' AND w.queue = p_queue
-          AND w.flow_token IS DISTINCT FROM w.fencing_token AND w.fencing_token >= 1
-          AND w.leased_by IS DISTINCT FROM flowforge._fanout_holder()
-        RETURNING w.flow_lane
+        UPDATE flowforge.work_item w SET flow_token = w.fencing_token, flow_queue_slot = true
+        FROM (SELECT x.id, x.flow_token IS NOT DISTINCT FROM x.fencing_token AS held FROM flowforge.work_item x
+              WHERE x.organization_id = p_org AND x.status = 'dispatched' AND x.queue = p_queue AND x.fencing_token >= 1
+                AND NOT (x.flow_token IS NOT DISTINCT FROM x.fencing_token AND coalesce(x.flow_queue_slot, false))
+                AND x.leased_by IS DISTINCT FROM flowforge._fanout_holder()) b
+        WHERE w.id = b.id
+        RETURNING w.flow_lane, b.held
+    ), a AS (
+        SELECT flow_lane, held FROM adopted UNION ALL SELECT flow_lane, held FROM adopted_items
     )
-    SELECT array_agg(a.flow_lane) INTO v_lanes
-    FROM (SELECT flow_lane FROM adopted UNION ALL SELECT flow_lane FROM adopted_items) a;
-    v_n := coalesce(cardinality(v_lanes), 0);
+    SELECT count(*)::integer, array_agg(a.flow_lane) FILTER (WHERE NOT a.held AND a.flow_lane IS NOT NULL)
+    INTO v_n, v_keyless
+    FROM a;
     IF v_n = 0 THEN
         RETURN 0;
     END IF;
@@ -743,7 +813,7 @@ BEGIN
     ON CONFLICT ON CONSTRAINT flow_slot_pkey DO UPDATE SET running = s.running + EXCLUDED.running, updated_at = p_now;
     INSERT INTO flowforge.flow_slot AS s (organization_id, scope, name, value, running, updated_at)
     SELECT p_org, 'key', l.conc_name, l.conc_value, count(*), p_now
-    FROM unnest(v_lanes) AS u(lane)
+    FROM unnest(v_keyless) AS u(lane)
     JOIN flowforge.flow_lane l ON l.organization_id = p_org AND l.id = u.lane
     WHERE l.conc_name IS NOT NULL
     GROUP BY l.conc_name, l.conc_value
@@ -753,9 +823,9 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._flow_adopt_running(uuid, text, timestamptz) IS
-  'Internal: counts the units of queue p_queue that run (are dispatched) without a flow-control claim having counted '
-  'them — claimed before the queue was limited — in its running counter and their keys'', and marks them so they give '
-  'the slots back when they end. Returns how many.';
+  'Internal: queue p_queue was given max_running: its units that run (are dispatched) without a slot of it — '
+  'claimed before — are counted in its running counter now (and in their concurrency key''s when they held no slot '
+  'at all), and marked so they give the slots back when they end. Returns how many.';
 
 -- Pausing is an operational switch, kept apart from the queue's configuration
 -- (configure_queue leaves it alone).

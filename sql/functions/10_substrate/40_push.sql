@@ -30,7 +30,8 @@ COMMENT ON FUNCTION flowforge._push_route(uuid, text) IS
   'Internal: <database>.<organization slug>.<queue> — the default routing key of a push queue and the suffix of '
   'the AMQP queue its consumers bind (flowforge.<route>).';
 
-CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_ids uuid[], p_now timestamptz, p_flow boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_ids uuid[], p_now timestamptz, p_holders uuid[] DEFAULT NULL,
+                                                    p_queue_holders uuid[] DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -44,7 +45,9 @@ BEGIN
             lease_owner = 'dispatch',
             lease_expires_at = p_now + CASE WHEN tr.timeout < q.dispatch_lease THEN tr.timeout ELSE q.dispatch_lease END,
             started_at = p_now,
-            flow_token = CASE WHEN p_flow THEN tr.fencing_token + 1 END  -- picked by _flow_pick: holds flow slots
+            -- Picked by _flow_pick (a push queue under flow control): this generation holds its slots.
+            flow_token = CASE WHEN tr.id = ANY (p_holders) THEN tr.fencing_token + 1 END,
+            flow_queue_slot = CASE WHEN tr.id = ANY (p_holders) THEN tr.id = ANY (p_queue_holders) END
         FROM flowforge.queue q
         WHERE tr.id = ANY (p_ids) AND tr.state = 'ready'
           AND q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
@@ -83,10 +86,11 @@ BEGIN
     RETURN v_written;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._dispatch_rows(uuid[], timestamptz, boolean) IS
+COMMENT ON FUNCTION flowforge._dispatch_rows(uuid[], timestamptz, uuid[], uuid[]) IS
   'Internal: claims the given locked ready task runs of push queues for dispatch (running, lease_owner dispatch, '
   'new fencing token, dispatch lease) and writes one outbox_message per generation (event "dispatched", NOTIFY '
-  'flowforge_outbox); p_flow: they were picked (and counted) by _flow_pick. Returns the number of outbox rows written.';
+  'flowforge_outbox); p_holders / p_queue_holders: those _flow_pick counted in slots. Returns the number of outbox '
+  'rows written.';
 
 -- Push queues under flow control: what their limits allow now, picked by
 -- _flow_pick (fairly, counted) and dispatched. Work held back waits for the
@@ -96,13 +100,14 @@ RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_ids uuid[];
+    v_pick record;
 BEGIN
-    v_ids := flowforge._flow_pick('task_run', p_org, p_queues, p_limit, p_now, NULL, false, '{}', NULL, NULL);
-    IF v_ids IS NULL THEN
+    SELECT p.ids, p.holders, p.queue_holders INTO v_pick
+    FROM flowforge._flow_pick('task_run', p_org, p_queues, p_limit, p_now, NULL, false, '{}', NULL, NULL) p;
+    IF v_pick.ids IS NULL THEN
         RETURN 0;
     END IF;
-    RETURN flowforge._dispatch_rows(v_ids, p_now, true);
+    RETURN flowforge._dispatch_rows(v_pick.ids, p_now, v_pick.holders, v_pick.queue_holders);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._dispatch_flow(uuid, text[], integer, timestamptz) IS

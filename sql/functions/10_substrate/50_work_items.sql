@@ -82,7 +82,8 @@ DECLARE
     v_agent record;
     v_ids uuid[];
     v_pinned record;
-    v_flow boolean := false;
+    v_holders uuid[];         -- flow control: the items whose claim takes slots, and of them
+    v_queue_holders uuid[];   -- those that take a slot of their queue's max_running
 BEGIN
     IF claim_work.queues IS NULL OR cardinality(claim_work.queues) = 0 OR array_position(claim_work.queues, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'claim_work needs at least one queue name and no NULLs'
@@ -118,9 +119,9 @@ BEGIN
     IF EXISTS (SELECT 1 FROM flowforge.queue q
                WHERE q.organization_id = v_org AND q.name = ANY (claim_work.queues) AND q.flow) THEN
         -- Flow control (22_flow_control.sql), as in claim(): its pick also pins and counts.
-        v_flow := true;
-        v_ids := flowforge._flow_pick('work_item', v_org, claim_work.queues, claim_work.batch, v_now, claim_work.agent,
-                                      v_agent.registered, v_agent.labels, claim_work.task_names, claim_work.engine_kinds);
+        SELECT p.ids, p.holders, p.queue_holders INTO v_ids, v_holders, v_queue_holders
+        FROM flowforge._flow_pick('work_item', v_org, claim_work.queues, claim_work.batch, v_now, claim_work.agent,
+                                  v_agent.registered, v_agent.labels, claim_work.task_names, claim_work.engine_kinds) p;
     ELSIF claim_work.task_names IS NOT NULL THEN
         -- Only what the caller can run: one ordered scan of work_item_ready_by_name_idx per
         -- (queue, name). Its own statement, as in claim(): a "name IS NULL OR task_name = name"
@@ -181,7 +182,9 @@ BEGIN
         SET status = 'dispatched', fencing_token = w.fencing_token + 1, agent_id = claim_work.agent,
             leased_by = claim_work.agent, dispatched_at = v_now,
             lease_expires_at = v_now + CASE WHEN w.timeout < claim_work.lease THEN w.timeout ELSE claim_work.lease END,
-            flow_token = CASE WHEN v_flow THEN w.fencing_token + 1 END  -- this generation holds flow slots
+            -- Flow control: this generation holds the slots its pick took (the release trigger gives them back).
+            flow_token = CASE WHEN w.id = ANY (v_holders) THEN w.fencing_token + 1 END,
+            flow_queue_slot = CASE WHEN w.id = ANY (v_holders) THEN w.id = ANY (v_queue_holders) END
         WHERE w.organization_id = v_org AND w.id = ANY (v_ids)  -- locked by the pick above: still pending
         RETURNING w.id, w.organization_id, w.run_id, w.engine_kind, w.task_name, w.retry_count, w.fencing_token,
                   w.payload, w.lease_expires_at

@@ -17,7 +17,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(606);
+SELECT plan(610);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -1554,6 +1554,16 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET flow_token = fencing_t
           '23514 taskrun_flow_token_valid', 'taskrun_flow_token_valid: slots held by a generation that was never claimed');
 SELECT is(pg_temp.accepted('taskrun_flow_token_valid', $$UPDATE flowforge.task_run SET flow_token = fencing_token WHERE id = pg_temp.tr('R', 'a')$$),
           'accepted', 'taskrun_flow_token_valid: the current generation is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET flow_token = NULL, flow_queue_slot = true WHERE id = pg_temp.tr('R', 'a')$$),
+          '23514 taskrun_flow_queue_slot_has_token', 'taskrun_flow_queue_slot_has_token: a queue slot held by no generation');
+SELECT is(pg_temp.accepted('taskrun_flow_queue_slot_has_token', $$UPDATE flowforge.task_run SET flow_token = fencing_token, flow_queue_slot = true
+                                                                 WHERE id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'taskrun_flow_queue_slot_has_token: a queue slot held by the current generation is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET flow_queue_slot = true WHERE id = pg_temp.id('WD')$$),
+          '23514 work_item_flow_queue_slot_has_token', 'work_item_flow_queue_slot_has_token: a queue slot held by no generation');
+SELECT is(pg_temp.accepted('work_item_flow_queue_slot_has_token', $$UPDATE flowforge.work_item SET flow_token = fencing_token, flow_queue_slot = true
+                                                                    WHERE id = pg_temp.id('WD')$$),
+          'accepted', 'work_item_flow_queue_slot_has_token: a queue slot held by the current generation is accepted');
 SELECT is(pg_temp.refused($$UPDATE flowforge.work_item SET flow_token = 0 WHERE id = pg_temp.id('WD')$$),
           '23514 work_item_flow_token_valid', 'work_item_flow_token_valid: token 0 (never issued) is refused');
 SELECT is(pg_temp.accepted('work_item_flow_token_valid', $$UPDATE flowforge.work_item SET flow_token = fencing_token WHERE id = pg_temp.id('WD')$$),

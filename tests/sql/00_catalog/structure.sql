@@ -8,7 +8,7 @@
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(753);
+SELECT plan(755);
 
 SELECT has_schema('flowforge');
 
@@ -55,7 +55,7 @@ SELECT columns_are('flowforge', 'task_run', ARRAY[
     'id', 'organization_id', 'workflow_run_id', 'task_id', 'task_key', 'queue', 'priority', 'state',
     'attempt', 'max_attempts', 'fencing_token', 'lease_owner', 'lease_expires_at', 'timeout', 'ready_at',
     'remaining_deps', 'output', 'error', 'created_at', 'started_at', 'finished_at',
-    'worker_params', 'affinity_key', 'affinity_policy', 'fans_out', 'flow_lane', 'flow_token']);
+    'worker_params', 'affinity_key', 'affinity_policy', 'fans_out', 'flow_lane', 'flow_token', 'flow_queue_slot']);
 SELECT columns_are('flowforge', 'idempotency_key', ARRAY[
     'organization_id', 'key', 'workflow_run_id', 'request_hash', 'created_at']);
 SELECT columns_are('flowforge', 'outbox_message', ARRAY[
@@ -87,7 +87,7 @@ SELECT columns_are('flowforge', 'work_item', ARRAY[
     'dispatched_at', 'completed_at', 'lease_expires_at', 'next_attempt_at', 'retry_count', 'max_retries', 'backoff',
     'backoff_factor', 'max_backoff', 'timeout', 'affinity_key', 'affinity_policy', 'error', 'created_at', 'created_by',
     'updated_at', 'updated_by', 'deleted_at', 'deleted_by', 'checkpoint_id', 'checkpoint_generation', 'item_index',
-    'flow_lane', 'flow_token']);
+    'flow_lane', 'flow_token', 'flow_queue_slot']);
 SELECT columns_are('flowforge', 'agent', ARRAY[
     'id', 'organization_id', 'name', 'http_address', 'grpc_address', 'infra_address', 'agent_version', 'binary_path',
     'agent_type', 'status', 'metrics', 'metadata', 'heartbeat_interval', 'last_heartbeat_at', 'last_claim_at',
@@ -703,8 +703,8 @@ FROM unnest(ARRAY['paused', 'keyed']) AS c;
 SELECT col_hasnt_default('flowforge', 'queue', c, format('queue.%s has no default: no limit', c))
 FROM unnest(ARRAY['max_running', 'rate_limit', 'rate_per']) AS c;
 SELECT col_hasnt_default('flowforge', t, c, format('%s.%s has no default', t, c))
-FROM (VALUES ('task', 'flow'), ('task_run', 'flow_lane'), ('task_run', 'flow_token'), ('work_item', 'flow_lane'),
-             ('work_item', 'flow_token')) AS x(t, c);
+FROM (VALUES ('task', 'flow'), ('task_run', 'flow_lane'), ('task_run', 'flow_token'), ('task_run', 'flow_queue_slot'),
+             ('work_item', 'flow_lane'), ('work_item', 'flow_token'), ('work_item', 'flow_queue_slot')) AS x(t, c);
 SELECT col_default_is('flowforge', 'flow_lane', 'id', 'flowforge.uuid7()', 'flow_lane.id defaults to flowforge.uuid7() (time-ordered)');
 SELECT col_default_is('flowforge', 'flow_slot', 'running', 0, 'flow_slot.running defaults to 0');
 SELECT col_default_is('flowforge', 'flow_fair', 'pass', 0::numeric, 'flow_fair.pass defaults to 0');
