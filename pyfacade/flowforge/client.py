@@ -112,8 +112,20 @@ class Client:
             info = fetch_one(self.conn, queries.WORKFLOW_DEFINED, {"name": spec["name"]}) or {}
         return {"id": version_id, **info}
 
+    def _every_page(self, query: str, page: int = 1000) -> list[dict]:
+        """Every row of a keyset listing, page after page (each row's ``cursor`` is where the next page starts)."""
+        rows: list[dict] = []
+        after = None
+        while True:
+            got = fetch_all(self.conn, query, {"max_rows": page, "after": after})
+            rows.extend({k: v for k, v in row.items() if k != "cursor"} for row in got)
+            if len(got) < page:
+                return rows
+            after = got[-1]["cursor"]
+
     def list_workflows(self) -> list[dict]:
-        return fetch_all(self.conn, queries.WORKFLOW_LIST)
+        """The latest version of every live workflow, newest first."""
+        return self._every_page(queries.WORKFLOW_LIST)
 
     def get_workflow(self, name: str, version: int | None = None) -> dict:
         """A version (default the latest): {id, name, version, kind, created_at, spec, versions}."""
@@ -314,7 +326,7 @@ class Client:
 
     def list_agents(self) -> list[dict]:
         """Every agent of the organization by name, with its effective status (the claims' own rule)."""
-        return fetch_all(self.conn, queries.LIST_AGENTS)
+        return self._every_page(queries.LIST_AGENTS)
 
     # --- maintenance and the outbox (the daemon) ---------------------------------------------------
 

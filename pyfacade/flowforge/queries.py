@@ -455,10 +455,11 @@ SELECT flowforge.agent_heartbeat(name => %(name)s::text, metrics => %(metrics)s:
 
 SET_AGENT_STATUS = "SELECT flowforge.set_agent_status(name => %(name)s::text, status => %(status)s::text)"
 
+# One keyset page (by name); the client reads page after page (after => the last row's cursor).
 LIST_AGENTS = """
 SELECT name, status, declared_status, agent_type, version, labels, metrics, heartbeat_interval, last_heartbeat_at,
-       last_claim_at, holding, bindings, http_address, grpc_address, infra_address, created_at
-  FROM flowforge.list_agents()
+       last_claim_at, holding, bindings, http_address, grpc_address, infra_address, created_at, cursor
+  FROM flowforge.list_agents(max_rows => %(max_rows)s::int, after => %(after)s::text)
 """
 
 # --- the SQL API: state machines (sql/functions/40_machine/30_send_event.sql) -------
@@ -554,7 +555,11 @@ DEFER_OUTBOX = "SELECT flowforge.defer_outbox(ids => %(ids)s::uuid[], error => %
 
 # --- the SQL API: reads (sql/functions/70_reads.sql) ---------------------------
 
-WORKFLOW_LIST = "SELECT name, version, id, kind, tasks, created_at FROM flowforge.list_workflows()"
+# One keyset page, newest first; the client reads page after page (after => the last row's cursor).
+WORKFLOW_LIST = """
+SELECT name, version, id, kind, tasks, created_at, cursor
+  FROM flowforge.list_workflows(max_rows => %(max_rows)s::int, after => %(after)s::text)
+"""
 
 GET_WORKFLOW = "SELECT flowforge.get_workflow(name => %(name)s::text, version => %(version)s::int) AS workflow"
 
