@@ -4,8 +4,9 @@
 -- work items, checkpoints and their pages, graph steps and visits, a
 -- machine's transitions, queued and seen events and timers, the idempotency
 -- key, their events — and trigger firings (with their delivery keys, but a
--- live filesystem trigger's) and audit rows by their own retention. The daemon runs it through tick() when a retention setting is
--- set (the purged duty).
+-- live filesystem trigger's) and audit rows by their own retention. The
+-- daemon runs it through tick() when a retention setting is set (the purged
+-- duty).
 --
 -- Batched: one call removes at most batch_size runs, batch_size firings and
 -- batch_size audit rows, and says "more": true when it stopped short; the
