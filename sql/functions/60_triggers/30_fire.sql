@@ -84,24 +84,26 @@ BEGIN
         RETURN NULL;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended(p_trigger_id::text || '/' || p_delivery_id, 0));
-    -- The delivery key, then its firing by its whole primary key (one partition).
-    SELECT f.id, f.outcome, f.run_id, f.error INTO v_existing
+    -- The delivery key, then its firing by its whole primary key (one partition). A key whose firing
+    -- retention purged (a live filesystem trigger's keys outlive their firings) is still a delivery made.
+    SELECT d.firing_id AS id, f.id IS NULL AS purged, f.outcome, f.run_id, f.error INTO v_existing
     FROM flowforge.trigger_delivery d
-    JOIN flowforge.trigger_firing f
+    LEFT JOIN flowforge.trigger_firing f
       ON f.organization_id = d.organization_id AND f.id = d.firing_id AND f.recorded_at = d.recorded_at
     WHERE d.organization_id = p_org AND d.trigger_id = p_trigger_id AND d.delivery_id = p_delivery_id;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
     RETURN jsonb_build_object('firing_id', v_existing.id, 'outcome', v_existing.outcome, 'run_id', v_existing.run_id,
-                              'error', v_existing.error, 'duplicate', true);
+                              'error', v_existing.error, 'duplicate', true)
+           || CASE WHEN v_existing.purged THEN '{"purged": true}'::jsonb ELSE '{}' END;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._delivered_firing(uuid, uuid, text) IS
   'Internal: {firing_id, outcome, run_id, error, duplicate: true} of the firing trigger p_trigger_id of p_org already '
   'made for delivery p_delivery_id (trigger_delivery''s key trigger_firing_delivery_uq, then the firing by its primary '
-  'key), NULL when there is none (or either is NULL); takes the transaction-level advisory lock that serialises '
-  'deliveries of one id.';
+  'key; + purged: true, outcome NULL, when retention removed the firing but kept its key), NULL when there is none '
+  '(or either is NULL); takes the transaction-level advisory lock that serialises deliveries of one id.';
 
 CREATE OR REPLACE FUNCTION flowforge._fire_trigger(p_org uuid, p_trigger_id uuid, p_trigger_name text, p_payload jsonb,
                                                    p_fired_on timestamptz, p_delivery_id text, p_now timestamptz)

@@ -3,9 +3,10 @@
 -- ended_at) with everything that is theirs — task runs, outbox messages,
 -- work items, checkpoints and their pages, graph steps and visits, a
 -- machine's transitions, queued and seen events and timers, the idempotency
--- key, their events — and trigger firings and audit rows by their own
--- retention. The daemon runs it through tick() when a retention setting is
--- set (the purged duty).
+-- key, their events — and trigger firings (with their delivery keys, but a
+-- live filesystem trigger's) and audit rows by their own retention. The
+-- daemon runs it through tick() when a retention setting is set (the purged
+-- duty).
 --
 -- Batched: one call removes at most batch_size runs, batch_size firings and
 -- batch_size audit rows, and says "more": true when it stopped short; the
@@ -48,7 +49,6 @@ DECLARE
     v_estimate constant real := (SELECT c.reltuples FROM pg_class c WHERE c.oid = p_partition);
     v_rows bigint;
     v_estimated boolean := v_estimate >= 100000;
-    v_keys bigint := 0;
 BEGIN
     IF v_estimated THEN
         v_rows := v_estimate::bigint;
@@ -56,26 +56,13 @@ BEGIN
         EXECUTE format('SELECT count(*) FROM flowforge.%I WHERE %I >= $1 AND %I < $2', p_table, v_column, v_column)
         INTO v_rows USING p_lo, p_hi;
     END IF;
-    IF p_table = 'trigger_firing' THEN
-        -- The month's delivery keys go with its firings (all of them: only an operator's purge drops a month).
-        IF p_dry_run THEN
-            SELECT count(*) INTO v_keys FROM flowforge.trigger_delivery d
-            WHERE d.organization_id IN (SELECT o.id FROM flowforge.organization o)
-              AND d.recorded_at >= p_lo AND d.recorded_at < p_hi;
-        ELSE
-            DELETE FROM flowforge.trigger_delivery d
-            WHERE d.organization_id IN (SELECT o.id FROM flowforge.organization o)
-              AND d.recorded_at >= p_lo AND d.recorded_at < p_hi;
-            GET DIAGNOSTICS v_keys = ROW_COUNT;
-        END IF;
-    END IF;
     IF NOT p_dry_run THEN
         BEGIN
             EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT', p_partition);
         EXCEPTION WHEN lock_not_available THEN
             -- Somebody reads the month: next time.
             RETURN jsonb_build_object('table', p_table, 'partition', v_name, 'from', p_lo, 'to', p_hi,
-                                      'rows', 0, 'estimated', false, 'delivery_keys', v_keys, 'busy', true,
+                                      'rows', 0, 'estimated', false, 'busy', true,
                                       'emptied', false);
         END;
         IF pg_relation_size(p_partition) > 0 THEN
@@ -83,15 +70,14 @@ BEGIN
         END IF;
     END IF;
     RETURN jsonb_build_object('table', p_table, 'partition', v_name, 'from', p_lo, 'to', p_hi,
-                              'rows', v_rows, 'estimated', v_estimated, 'delivery_keys', v_keys, 'busy', false,
+                              'rows', v_rows, 'estimated', v_estimated, 'busy', false,
                               'emptied', NOT p_dry_run);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._purge_partition(text, regclass, timestamptz, timestamptz, boolean) IS
   'Internal (purge): counts month partition p_partition [p_lo, p_hi) of history table p_table and, unless p_dry_run, '
-  'empties it (TRUNCATE, its lock NOWAIT: "busy" when taken; tick''s partitions_dropped duty drops it later); a '
-  'firing month''s delivery keys go first. Returns {table, partition, from, to, rows, estimated, delivery_keys, busy, '
-  'emptied}.';
+  'empties it (TRUNCATE, its lock NOWAIT: "busy" when taken; tick''s partitions_dropped duty drops it later). '
+  'Returns {table, partition, from, to, rows, estimated, busy, emptied}.';
 
 CREATE OR REPLACE FUNCTION flowforge._purge(p_orgs uuid[], p_runs_before timestamptz, p_firings_before timestamptz,
                                             p_audit_before timestamptz, p_batch integer, p_whole_months boolean,
@@ -257,14 +243,12 @@ BEGIN
                 v_done := flowforge._purge_partition('trigger_firing', v_part.partition, v_part.lo, v_part.hi, p_dry_run);
                 v_partitions := v_partitions || v_done;
                 v_removed := flowforge._purge_add(v_removed, 'trigger_firing', (v_done ->> 'rows')::bigint);
-                v_removed := flowforge._purge_add(v_removed, 'trigger_delivery', (v_done ->> 'delivery_keys')::bigint);
                 v_more := v_more OR (v_done ->> 'busy')::boolean;
                 v_firing_months := coalesce(v_firing_months, '{}'::tstzmultirange) + tstzmultirange(tstzrange(v_part.lo, v_part.hi));
             END LOOP;
         END IF;
-        -- The rest, row by row, oldest first per organization (trigger_firing_tenant_recorded), with their
-        -- delivery keys (trigger_firing_delivery_uq). A dry run does not empty the months above: their rows
-        -- are not counted twice.
+        -- The rest, row by row, oldest first per organization (trigger_firing_tenant_recorded). A dry run
+        -- does not empty the months above: their rows are not counted twice.
         WITH victims AS (
             SELECT f.organization_id, f.id, f.recorded_at
             FROM flowforge.organization o
@@ -279,17 +263,35 @@ BEGIN
         ), gone AS (
             DELETE FROM flowforge.trigger_firing f USING victims v
             WHERE f.organization_id = v.organization_id AND f.id = v.id AND f.recorded_at = v.recorded_at
-            RETURNING f.organization_id, f.id, f.trigger_id, f.delivery_id
-        ), keys AS (
-            DELETE FROM flowforge.trigger_delivery k USING gone g
-            WHERE k.organization_id = g.organization_id AND k.trigger_id = g.trigger_id
-              AND k.delivery_id = g.delivery_id AND k.firing_id = g.id
             RETURNING 1
         )
-        SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM keys) INTO v_n, v_keys;
+        SELECT count(*) INTO v_n FROM gone;
         v_removed := flowforge._purge_add(v_removed, 'trigger_firing', v_n);
-        v_removed := flowforge._purge_add(v_removed, 'trigger_delivery', v_keys);
         v_more := v_more OR v_n >= p_batch;
+        -- Delivery keys by the same retention, oldest first (trigger_delivery_recorded) — but a live
+        -- filesystem trigger's: its delivery ids are files (<path>@<mtime>) that may still be there, and a
+        -- feeder asks for them all at every poll (feeder_unfired); without the key they would fire again.
+        -- (A cron slot never comes back, a gitpoll trigger keeps its last commit, a webhook redelivered
+        -- after the retention fires again.)
+        WITH victims AS (
+            SELECT k.organization_id, k.trigger_id, k.delivery_id
+            FROM flowforge.organization o
+            CROSS JOIN LATERAL (
+                SELECT k.organization_id, k.trigger_id, k.delivery_id FROM flowforge.trigger_delivery k
+                WHERE k.organization_id = o.id AND k.recorded_at < p_firings_before
+                  AND NOT EXISTS (SELECT 1 FROM flowforge.scheduled_trigger t
+                                  WHERE t.id = k.trigger_id AND t.trigger_type = 'filesystem' AND t.deleted_at IS NULL)
+                ORDER BY k.recorded_at LIMIT p_batch) k
+            WHERE o.id = ANY (v_scope)
+            LIMIT p_batch
+        ), gone AS (
+            DELETE FROM flowforge.trigger_delivery k USING victims v
+            WHERE k.organization_id = v.organization_id AND k.trigger_id = v.trigger_id AND k.delivery_id = v.delivery_id
+            RETURNING 1
+        )
+        SELECT count(*) INTO v_keys FROM gone;
+        v_removed := flowforge._purge_add(v_removed, 'trigger_delivery', v_keys);
+        v_more := v_more OR v_keys >= p_batch;
     END IF;
 
     -- ------------------------------------------------------------- audit rows
@@ -403,8 +405,8 @@ COMMENT ON FUNCTION flowforge.purge(interval, boolean, integer) IS
   'purge(older_than interval, dry_run boolean default true, batch_size integer default 1000) -> jsonb. Retention: '
   'removes the runs of every engine that ended more than older_than ago (the run directory''s ended_at) with their '
   'task runs, outbox messages, work items, checkpoints, graph steps and visits, machine transitions, queued and seen '
-  'events and timers, idempotency keys and events; trigger firings (with their delivery keys) recorded before '
-  'setting.retention_firings (default: older_than); audit rows older than setting.retention_audit (default: kept). '
+  'events and timers, idempotency keys and events; trigger firings and their delivery keys (a live filesystem '
+  'trigger''s keys stay: its files may still be there) recorded before setting.retention_firings (default: older_than); audit rows older than setting.retention_audit (default: kept). '
   'Live work is never touched: a run counts once it ended, and one being retried or written to is skipped. Batched: '
   'at most batch_size runs, firings and audit rows per call; call again while the report says "more": true. The '
   'operator (superuser, member of flowforge_owner) purges every organization and empties whole months of history by '
@@ -412,7 +414,7 @@ COMMENT ON FUNCTION flowforge.purge(interval, boolean, integer) IS
   'drops the empty month later); an organization''s owner purges its own rows, row by row. With dry_run (the default) nothing is '
   'removed and the report says what would be. Report: {dry_run, organizations ("all" or [id]), runs_ended_before, '
   'firings_before, audit_before, runs: {engine: n}, removed: {table: rows}, partitions: [{table, partition, from, '
-  'to, rows, estimated, delivery_keys, busy, emptied}], more}. A live purge writes an audit row (action purge). '
+  'to, rows, estimated, busy, emptied}], more}. A live purge writes an audit row (action purge). '
   'Errors: FF003 older_than not 0..100 years, batch_size not 1..100000, dry_run NULL; FF007 an admin, member or '
   'viewer; FF011 never in practice (a month partition purge emptied still holding a row); FF007/FF008 as for every '
   'API call.';

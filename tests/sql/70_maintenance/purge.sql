@@ -10,7 +10,7 @@
 -- retention settings.
 BEGIN;
 SET LOCAL client_min_messages = warning;
-SELECT plan(66);
+SELECT plan(70);
 
 -- Counts of every table purge touches, to compare before and after.
 CREATE FUNCTION pg_temp.counts() RETURNS jsonb LANGUAGE sql AS $$
@@ -84,12 +84,17 @@ SELECT flowforge.start_run('pg_live') AS live_dag \gset
 SELECT flowforge.create_trigger('pg-hook', 'webhook', 'start', 'pg_dag', '{"secret": "0123456789abcdef"}') \gset
 SELECT flowforge.fire_trigger('pg-hook', '{"password": "hunter2"}', NULL, 'delivery-1') ->> 'run_id' AS hook_run \gset
 SELECT flowforge.cancel_run(:'hook_run', 'not needed') \gset
+-- A filesystem trigger: its delivery ids are files, which may still be there when their firing is purged.
+SELECT flowforge.create_trigger('pg-files', 'filesystem', 'start', 'pg_dag', '{"path": "/in"}') \gset
+SELECT flowforge.fire_trigger('pg-files', '{"path": "/in/a.txt"}', NULL, '/in/a.txt@1') ->> 'run_id' AS file_run \gset
+SELECT flowforge.cancel_run(:'file_run', 'not needed') \gset
 SELECT flowforge.fire_trigger('pg-none') \gset
 SELECT is((SELECT string_agg(e.engine_kind || ':' || (e.ended_at IS NOT NULL), ',' ORDER BY e.engine_kind, e.ended_at IS NOT NULL)
            FROM flowforge.engine_run e
-           WHERE e.run_id IN (:'old_dag', :'old_bad', :'old_graph', :'old_machine', :'old_fan', :'hook_run', :'live_dag')),
-          'dag:false,dag:true,dag:true,dag:true,dag:true,graph:true,statemachine:true',
-          'fixture: six runs of three engines ended in January (one the trigger started, cancelled), one DAG run live');
+           WHERE e.run_id IN (:'old_dag', :'old_bad', :'old_graph', :'old_machine', :'old_fan', :'hook_run', :'file_run',
+                              :'live_dag')),
+          'dag:false,dag:true,dag:true,dag:true,dag:true,dag:true,graph:true,statemachine:true',
+          'fixture: seven runs of three engines ended in January (two the triggers started, cancelled), one DAG run live');
 
 -- March 20th: a run ends (after the cutoff to come), another starts and stays live.
 SELECT flowforge_test.set_clock('2031-03-20 12:00:00+00') \gset
@@ -115,17 +120,17 @@ CREATE TEMP TABLE before AS SELECT pg_temp.counts() AS c;
 SELECT flowforge.purge('30 days') AS dry \gset
 SELECT is(pg_temp.counts(), (SELECT c FROM before), 'a dry run (the default) removes nothing, from any table');
 SELECT is((:'dry'::jsonb ->> 'dry_run')::boolean, true, 'its report says it was a dry run');
-SELECT is(:'dry'::jsonb -> 'runs', '{"dag": 4, "graph": 1, "statemachine": 1}'::jsonb,
-          'it names the six runs that ended before the cutoff, by engine');
+SELECT is(:'dry'::jsonb -> 'runs', '{"dag": 5, "graph": 1, "statemachine": 1}'::jsonb,
+          'it names the seven runs that ended before the cutoff, by engine');
 SELECT is(:'dry'::jsonb ->> 'runs_ended_before', '2031-02-18T12:00:00+00:00', 'the cutoff: 30 days before now');
 SELECT is((SELECT jsonb_agg(x ->> 'partition') FROM jsonb_array_elements(:'dry'::jsonb -> 'partitions') x
            WHERE x ->> 'table' = 'task_run_event' AND (x ->> 'rows')::int > 0), NULL,
           'no month of events goes whole: January is older than the cutoff, but a run created in it is live');
 SELECT is((SELECT jsonb_agg(x - 'partition' - 'estimated' - 'busy') FROM jsonb_array_elements(:'dry'::jsonb -> 'partitions') x
            WHERE x ->> 'table' = 'trigger_firing' AND (x ->> 'rows')::int > 0),
-          '[{"table": "trigger_firing", "from": "2031-01-01T00:00:00+00:00", "to": "2031-02-01T00:00:00+00:00", "rows": 2,
-             "delivery_keys": 1, "emptied": false}]'::jsonb,
-          'January''s firings (older than the firings'' cutoff, by default the runs'') go as a month, with their delivery key');
+          '[{"table": "trigger_firing", "from": "2031-01-01T00:00:00+00:00", "to": "2031-02-01T00:00:00+00:00", "rows": 3,
+             "emptied": false}]'::jsonb,
+          'January''s firings (older than the firings'' cutoff, by default the runs'') go as a month');
 SELECT flowforge.purge('30 days', false) AS live \gset
 SELECT is(pg_temp.minus((SELECT c FROM before), pg_temp.counts()) - 'audit_log',
           (:'dry'::jsonb -> 'removed') - 'audit_log',
@@ -147,8 +152,8 @@ SELECT is((SELECT count(*)::int FROM flowforge.audit_log WHERE action = 'purge' 
 -- What went, what stayed
 -- ---------------------------------------------------------------------------
 SELECT is((SELECT count(*)::int FROM flowforge.engine_run
-           WHERE run_id IN (:'old_dag', :'old_bad', :'old_graph', :'old_machine', :'old_fan', :'hook_run')),
-          0, 'the six runs that ended in January are gone from the directory');
+           WHERE run_id IN (:'old_dag', :'old_bad', :'old_graph', :'old_machine', :'old_fan', :'hook_run', :'file_run')),
+          0, 'the seven runs that ended in January are gone from the directory');
 SELECT is((SELECT count(*)::int FROM flowforge.task_run_event
            WHERE workflow_run_id IN (:'old_dag', :'old_bad', :'old_graph', :'old_machine', :'old_fan', :'hook_run')),
           0, 'and so are their events (run-level, task runs'', work items''), row by row');
@@ -160,7 +165,14 @@ SELECT is_empty($$SELECT k.run_id FROM kept k WHERE pg_temp.footprint(k.run_id) 
 SELECT is((SELECT count(*)::int FROM flowforge.trigger_firing), 0, 'the firings went, the payload with its password too');
 SELECT is((SELECT pg_relation_size('flowforge_history.trigger_firing_p203101')), 0::bigint,
           'January''s firing partition was emptied (TRUNCATE: no lock on its parent)');
-SELECT is((SELECT count(*)::int FROM flowforge.trigger_delivery), 0, 'and its delivery key');
+SELECT is((SELECT string_agg(k.delivery_id, ',') FROM flowforge.trigger_delivery k), '/in/a.txt@1',
+          'the webhook''s delivery key went too; the live filesystem trigger''s stays (its file may still be there)');
+SELECT is(flowforge.feeder_unfired((SELECT id FROM flowforge.scheduled_trigger WHERE name = 'pg-files'),
+                                   ARRAY['/in/a.txt@1', '/in/b.txt@2']), ARRAY['/in/b.txt@2'],
+          'so the feeder does not fire that file again');
+SELECT is(flowforge.fire_trigger('pg-files', '{}', NULL, '/in/a.txt@1') - 'firing_id',
+          '{"outcome": null, "run_id": null, "error": null, "duplicate": true, "purged": true}'::jsonb,
+          'and firing it by hand answers as a replay whose firing was purged');
 SELECT is((flowforge.purge('30 days', false) -> 'runs'), '{}'::jsonb, 'a second purge finds nothing more to do');
 
 -- ---------------------------------------------------------------------------
@@ -207,13 +219,17 @@ SELECT is((SELECT jsonb_agg(x ->> 'partition') FROM jsonb_array_elements(:'one_d
            WHERE (x ->> 'rows')::int > 0),
           '["flowforge_history.trigger_firing_p203103"]'::jsonb,
           'retention_firings = 1 day: March''s firing goes with its month (all of it older than a day)');
-SELECT is((SELECT string_agg(k.delivery_id, ',') FROM flowforge.trigger_delivery k), 'delivery-3', 'with its delivery key');
+SELECT is((SELECT string_agg(k.delivery_id, ',' ORDER BY k.delivery_id) FROM flowforge.trigger_delivery k),
+          '/in/a.txt@1,delivery-3', 'and its delivery key (not the filesystem trigger''s)');
 -- Two days on, May's firing is older than a day, in a month that is not: row by row.
 SELECT flowforge_test.set_clock('2031-05-12 12:00:00+00') \gset
 SELECT is(flowforge.purge('30 days', false) -> 'removed' -> 'trigger_firing', '1'::jsonb,
           'a firing older than its retention in the current month goes row by row');
-SELECT is((SELECT count(*)::int FROM flowforge.trigger_firing) + (SELECT count(*)::int FROM flowforge.trigger_delivery), 0,
-          'with its delivery key');
+SELECT is((SELECT count(*)::int FROM flowforge.trigger_firing), 0, 'with its delivery key');
+SELECT is((SELECT string_agg(k.delivery_id, ',') FROM flowforge.trigger_delivery k), '/in/a.txt@1', 'and its delivery key');
+SELECT flowforge.drop_trigger('pg-files') \gset
+SELECT is((flowforge.purge('30 days', false) -> 'removed' ->> 'trigger_delivery')::int, 1,
+          'once the filesystem trigger is dropped, its delivery keys go by the firings'' retention');
 UPDATE flowforge.setting SET retention_firings = NULL, retention_audit = NULL;
 
 -- ---------------------------------------------------------------------------
