@@ -72,6 +72,31 @@ def mapping(name: str, *, max_concurrency: int = 100, max_attempts: int = 1, **f
     ]}
 
 
+def graph_mapping(name: str, *, max_concurrency: int = 100, max_attempts: int = 1, **fan) -> dict:
+    """The same as a graph: resize maps over $.state.xs, then album, then done."""
+    return {"name": name, "kind": "graph", "start": "resize", "nodes": [
+        {"key": "resize", "queue": QUEUE, "max_attempts": max_attempts, "backoff": "0 seconds",
+         "map": {"over": "$.state.xs", "mode": "map", "max_concurrency": max_concurrency, **fan}},
+        {"key": "album", "queue": "albums"}, {"key": "done", "final": True}],
+        "edges": [{"from": "resize", "to": "album"}, {"from": "album", "to": "done"}]}
+
+
+SPECS = {"dag": mapping, "graph": graph_mapping}
+UNIT_STATES = {"dispatched": "running", "completed": "succeeded"}  # a graph unit's item status, said as a task's
+
+
+def fanning_unit(conn, run_id, key: str = "resize") -> dict:
+    """The fanning unit as a task's state (running, succeeded, failed...), output and error: a DAG's
+    task run, or a graph's latest visit item of the node."""
+    kind = conn.execute("SELECT engine_kind FROM flowforge.engine_run WHERE run_id = %s", (run_id,)).fetchone()[0]
+    if kind == "dag":
+        return task_row(conn, run_id, key)
+    state, output, error = conn.execute(
+        "SELECT status::text, output, error FROM flowforge.work_item WHERE run_id = %s AND task_name = %s "
+        "AND checkpoint_id IS NULL ORDER BY created_at DESC, id DESC LIMIT 1", (run_id, key)).fetchone()
+    return {"state": UNIT_STATES.get(state, state), "output": output, "error": error}
+
+
 def square(item: int, index: int) -> dict:
     return {"i": index, "sq": item * item}
 
@@ -105,9 +130,11 @@ def task_row(conn, run_id, key: str) -> dict:
 
 
 def fan_out_of(conn, run_id, key: str = "resize") -> dict:
-    """get_run's progress of the fanning task."""
-    (task,) = [t for t in conn.execute("SELECT flowforge.get_run(%s)", (run_id,)).fetchone()[0]["tasks"]
-               if t["key"] == key]
+    """get_run's progress of the fanning task (a DAG's task's fan_out, a graph's fan_outs by node)."""
+    run = conn.execute("SELECT flowforge.get_run(%s)", (run_id,)).fetchone()[0]
+    if run["kind"] == "graph":
+        return run["fan_outs"][key]
+    (task,) = [t for t in run["tasks"] if t["key"] == key]
     return task["fan_out"]
 
 
@@ -131,6 +158,17 @@ def claim_album(conn) -> dict:
     task_run_id, token, task_input = rows[0]
     conn.execute("SELECT flowforge.complete(%s, %s, %s)", (task_run_id, token, Jsonb({"ok": True})))
     return task_input
+
+
+def album_gets(conn, kind: str) -> list:
+    """The map's output as the next unit sees it: a DAG dependent's deps.resize, the graph's next node's
+    state.resize (an array output is stored under the node's key). The unit is completed."""
+    if kind == "dag":
+        return claim_album(conn)["deps"]["resize"]
+    (row,) = claim_work(conn, ["albums"], "album-w", "1 minute", 1)
+    assert row["task_name"] == "album"
+    complete_work(conn, row["work_item_id"], row["fencing_token"], {"ok": True})
+    return row["payload"]["state"]["resize"]
 
 
 # --- 10,000 elements, four workers -------------------------------------------------------------
@@ -344,7 +382,7 @@ def _map_done(dsn: str, run_id, tick: bool = False) -> bool:
     with connect(dsn) as conn:
         if tick:
             conn.execute("SELECT flowforge.tick()")
-        return task_row(conn, run_id, "resize")["state"] != "running"
+        return fanning_unit(conn, run_id)["state"] != "running"
 
 
 # --- retry_run after an injected failure ----------------------------------------------------------------
@@ -353,9 +391,10 @@ N_RETRY = 400
 BAD = 237
 
 
-def test_retry_run_after_an_injected_failure_resumes_from_the_checkpoint(migrated_dsn, running):
+@pytest.mark.parametrize("kind", ["dag", "graph"])
+def test_retry_run_after_an_injected_failure_resumes_from_the_checkpoint(migrated_dsn, running, kind):
     with connect(migrated_dsn) as conn:
-        define(conn, mapping("flaky", max_concurrency=20))
+        define(conn, SPECS[kind]("flaky", max_concurrency=20))
         run_id = start_run(conn, "flaky", {"xs": list(range(N_RETRY))})
     executions: collections.Counter = collections.Counter()
     lock = threading.Lock()
@@ -375,9 +414,10 @@ def test_retry_run_after_an_injected_failure_resumes_from_the_checkpoint(migrate
     run = wait_run(migrated_dsn, run_id, timeout=180)
     assert run["state"] == "failed", run["state"]
     with connect(migrated_dsn) as conn:
-        resize_row = task_row(conn, run_id, "resize")
+        resize_row = fanning_unit(conn, run_id)
         assert resize_row["state"] == "failed" and f"element {BAD} failed after 1 attempt(s)" in resize_row["error"]
-        assert task_row(conn, run_id, "album")["state"] == "skipped"
+        if kind == "dag":
+            assert task_row(conn, run_id, "album")["state"] == "skipped"
         kids = children(conn, run_id)
         succeeded = {i: c for i, c in kids.items() if c["status"] == "completed"}
         assert kids[BAD]["status"] == "failed"
@@ -385,20 +425,25 @@ def test_retry_run_after_an_injected_failure_resumes_from_the_checkpoint(migrate
         assert conn.execute("SELECT count(*) FROM flowforge.work_item WHERE run_id = %s AND status IN "
                             "('pending', 'dispatched')", (run_id,)).fetchone()[0] == 0
         assert 0 < len(succeeded) < N_RETRY
+        fan = fan_out_of(conn, run_id)
+        assert (fan["succeeded"], fan["live"], fan["done"], fan["outcome"]) == (len(succeeded), 0, True, "failed"), fan
         ran_before = dict(executions)
 
         inject.clear()
         conn.execute("SELECT flowforge.retry_run(%s)", (run_id,))
     wait_until(lambda: _map_done(migrated_dsn, run_id), 180, "the resumed map to end")
     with connect(migrated_dsn) as conn:
-        resize_row = task_row(conn, run_id, "resize")
+        resize_row = fanning_unit(conn, run_id)
         assert resize_row["state"] == "succeeded", resize_row
         assert resize_row["output"] == [square(i, i) for i in range(N_RETRY)]
         after = children(conn, run_id)
         # Every child that had succeeded is the same row, untouched: attempts, token, output, completion time.
         assert {i: after[i] for i in succeeded} == succeeded
         assert completed_per_index(conn, run_id) == collections.Counter({i: 1 for i in range(N_RETRY)})
-        assert claim_album(conn)["deps"]["resize"] == [square(i, i) for i in range(N_RETRY)]
+        fan = fan_out_of(conn, run_id)
+        assert (fan["idx"], fan["succeeded"], fan["failed"], fan["generation"]) == (N_RETRY, N_RETRY, 0, 1), fan
+        assert album_gets(conn, kind) == [square(i, i) for i in range(N_RETRY)]
+    assert wait_run(migrated_dsn, run_id)["state"] == "succeeded"
     # ... and none of them ran again; every other element ran once more (or for the first time).
     again = executions - collections.Counter(ran_before)
     assert set(again) == set(range(N_RETRY)) - set(succeeded), sorted(set(again) & set(succeeded))[:10]
@@ -409,12 +454,13 @@ def test_retry_run_after_an_injected_failure_resumes_from_the_checkpoint(migrate
 
 # --- cancel mid-map ------------------------------------------------------------------------------------------
 
-def test_cancel_mid_map_refuses_the_holders_and_creates_nothing(migrated_dsn):
+@pytest.mark.parametrize("kind", ["dag", "graph"])
+def test_cancel_mid_map_refuses_the_holders_and_creates_nothing(migrated_dsn, kind):
     """By hand: six children claimed, three completed, then cancel_run. The three holders are refused
     FF004 on every write; nothing of the run is claimable; no child is created; the checkpoint keeps
     the three that succeeded (a retry would resume them)."""
     with connect(migrated_dsn) as conn:
-        define(conn, mapping("cancelled", max_concurrency=10))
+        define(conn, SPECS[kind]("cancelled", max_concurrency=10))
         run_id = start_run(conn, "cancelled", {"xs": list(range(200))})
         rows = claim_work(conn, [QUEUE], "holder", "5 minutes", 6)
         assert len(rows) == 6
@@ -444,8 +490,8 @@ def test_cancel_mid_map_refuses_the_holders_and_creates_nothing(migrated_dsn):
             {i: c for i, c in before.items() if c["status"] == "completed"}
         fan = fan_out_of(conn, run_id)
         assert (fan["succeeded"], fan["live"], fan["done"], fan["outcome"]) == (3, 0, True, "cancelled"), fan
-        assert conn.execute("SELECT state FROM flowforge.workflow_run WHERE id = %s", (run_id,)).fetchone()[0] \
-            == "cancelled"
+        assert conn.execute("SELECT flowforge.get_run(%s)", (run_id,)).fetchone()[0]["state"] == "cancelled"
+        assert fanning_unit(conn, run_id)["state"] == "cancelled"
 
 
 def test_cancel_while_four_workers_drain_a_map(migrated_dsn):
