@@ -392,6 +392,8 @@ def test_machine_ids_of_another_tenant_answer_like_random_ones(machines: World) 
          (rnd_run, "give_up", "{}", "evt-2"), [ma2], [rnd_run]),
         ("send_event (an event id the run has seen)", send, (ma2, "paid", '{"amount": 150}', "evt-1"),
          (rnd_run, "paid", '{"amount": 150}', "evt-1"), [ma2], [rnd_run]),
+        ("send_event (a graph run: its owner gets FF012)", send, (str(w.ids["ga1"]), "paid", "{}", None),
+         (rnd_run, "paid", "{}", None), [str(w.ids["ga1"])], [rnd_run]),
         ("get_run (machine)", "SELECT flowforge.get_run(%s)", (ma1,), (rnd_run,), [ma1], [rnd_run]),
         ("run_events (machine)", "SELECT * FROM flowforge.run_events(%s)", (ma2,), (rnd_run,), [ma2], [rnd_run]),
         ("resolve_run (machine)", "SELECT flowforge.resolve_run(%s)", (ma1,), (rnd_run,), [ma1], [rnd_run]),
@@ -439,6 +441,7 @@ def test_machine_ids_of_another_tenant_answer_like_random_ones(machines: World) 
     assert after == before
     # The victim's machines are where they were, and alice still moves them.
     alice = w.conn("alice")
+    assert code_of(alice, send, (str(w.ids["ga1"]), "paid", "{}", None)) == "FF012"
     assert _send(alice, w.ids["ma1"], event_id="evt-1")["outcome"] == "applied"  # event ids are per run
     assert _send(alice, w.ids["ma2"], event_id="evt-1")["outcome"] == "duplicate"
     alice.execute("SELECT flowforge.complete_work(%s, %s, '{\"tracking\": \"T\"}')", (w.ids["iam2"], w.ids["tam2"]))
