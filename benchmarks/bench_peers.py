@@ -28,6 +28,8 @@ import common as c
 from bench_batch import ff_batch_step, sdk_batches
 
 N = int(os.environ.get("FF_BENCH_PEER_JOBS", c.scale(10_000, 2_000)))
+# Graphile Worker batched holds a local queue of 500 jobs; the SDK's like-for-like is prefetch=500.
+LOCAL_QUEUE = 500
 TIMEOUT = float(os.environ.get("FF_BENCH_PEER_TIMEOUT", "45"))
 VENV = c.HERE / ".peers-venv"
 NODE_DIR = c.HERE / ".node"
@@ -100,14 +102,14 @@ def run_peer(label: str, cmd: list[str], timeout: float) -> tuple[float | None, 
 cmd_args: dict[str, list] = {}
 
 
-def flowforge_sdk_drain() -> float:
+def flowforge_sdk_drain(prefetch: int | None = None) -> float:
     import flowforge
 
     dsn = c.flowforge_database("peers_ff")
     c.define(dsn, c.SINGLE_SPEC)
     c.start_runs(dsn, "single", N)
     c.checkpoint(dsn)
-    worker = flowforge.Worker(["default"], concurrency=10, dsn=dsn, grace_period=5)
+    worker = flowforge.Worker(["default"], concurrency=10, dsn=dsn, grace_period=5, prefetch=prefetch)
     worker.register("work", lambda ctx, data: None)
     t0 = time.perf_counter()
     worker.start()
@@ -138,6 +140,8 @@ def main() -> None:
     results: dict[str, tuple[float | None, str]] = {}
     ff_runs = [flowforge_sdk_drain()]
     c.progress(f"FlowForge SDK: {ff_runs[-1]:,.0f} jobs/s")
+    sdk_local = flowforge_sdk_drain(LOCAL_QUEUE)
+    c.progress(f"FlowForge SDK, prefetch {LOCAL_QUEUE}: {sdk_local:,.0f} jobs/s")
     results["FlowForge batched loop"] = (flowforge_batched_drain(), "raw loop: claim 50 + complete_many, 4 threads")
     c.progress(f"FlowForge batched loop: {results['FlowForge batched loop'][0]:,.0f} jobs/s")
 
@@ -182,6 +186,14 @@ def main() -> None:
                  note="ratio = FlowForge SDK / peer" + (f"; {name}: {note}" if note else ""))
     batched, _ = results["FlowForge batched loop"]
     g_rate, g_note = results.get("Graphile Worker batched", (None, "not run"))
+    if g_rate is not None:
+        c.figure(f"FlowForge SDK prefetch {LOCAL_QUEUE} vs Graphile Worker batched", sdk_local, "jobs/s",
+                 baseline="Graphile Worker batched", baseline_value=g_rate, ratio=sdk_local / g_rate,
+                 target=">= 0.5 and >= 10,000 jobs/s", met=sdk_local / g_rate >= 0.5 and sdk_local >= 10_000,
+                 note=f"flowforge.Worker(concurrency=10, prefetch={LOCAL_QUEUE}): a local queue like Graphile's "
+                      f"localQueue {LOCAL_QUEUE}; one drain of {N:,}")
+    else:
+        c.figure(f"FlowForge SDK prefetch {LOCAL_QUEUE} drain", sdk_local, "jobs/s", note=f"Graphile: {g_note}")
     if g_rate is not None:
         c.figure("FlowForge batched vs Graphile Worker batched", batched, "jobs/s", baseline="Graphile Worker batched",
                  baseline_value=g_rate, ratio=batched / g_rate, target=">= 1 (ahead)", met=batched >= g_rate,
