@@ -325,8 +325,8 @@ SELECT is(pg_temp.accepted('api_key_hash_is_sha256', $$UPDATE flowforge.api_key 
 SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET version = 1 WHERE id = pg_temp.id('W')$$),
           '23505 uniq_workflow_name_version', 'uniq_workflow_name_version: two definitions cannot both be ct_diamond v1');
 SELECT is(pg_temp.accepted('uniq_workflow_name_version',
-          $$INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash)
-            SELECT pg_temp.id('O'), name, 1, kind, spec, content_hash FROM flowforge.workflow WHERE id = pg_temp.id('W')$$),
+          $$INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash, created_by)
+            SELECT pg_temp.id('O'), name, 1, kind, spec, content_hash, created_by FROM flowforge.workflow WHERE id = pg_temp.id('W')$$),
           'accepted', 'uniq_workflow_name_version: the same name and version in another organization is accepted');
 SELECT is(pg_temp.refused($$UPDATE flowforge.workflow SET version = 0 WHERE id = pg_temp.id('W2')$$),
           '23514 workflow_version_positive', 'workflow_version_positive: version 0 is refused');
@@ -1781,8 +1781,9 @@ INSERT INTO ctx VALUES ('MB', flowforge.define_workflow($${"name": "ct_mbare", "
 INSERT INTO flowforge.organization (slug, name) VALUES ('ct-fourth', 'Fourth organization');
 INSERT INTO ctx SELECT 'Y', id FROM flowforge.organization WHERE slug = 'ct-fourth';
 -- Y's own copy of MB: a run of Y may name only Y's definitions (0034).
-INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash)
-SELECT pg_temp.id('Y'), w.name, w.version, w.kind, w.spec, w.content_hash FROM flowforge.workflow w WHERE w.id = pg_temp.id('MB');
+INSERT INTO flowforge.workflow (organization_id, name, version, kind, spec, content_hash, created_by)
+SELECT pg_temp.id('Y'), w.name, w.version, w.kind, w.spec, w.content_hash, w.created_by FROM flowforge.workflow w
+WHERE w.id = pg_temp.id('MB');
 INSERT INTO ctx SELECT 'MBY', id FROM flowforge.workflow WHERE organization_id = pg_temp.id('Y') AND name = 'ct_mbare';
 INSERT INTO flowforge.machine_run (organization_id, run_id, definition_id, state, status, created_by, started_at)
 VALUES (pg_temp.id('Y'), gen_random_uuid(), pg_temp.id('MBY'), 'a', 'running', 'test', now());
