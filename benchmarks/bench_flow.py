@@ -7,14 +7,15 @@ commits per job, single-task runs pre-enqueued with ``start_run``), in alternati
   (``FF_BENCH_FLOW_BASE``, default adc8b4a: ``git archive`` of its ``sql/``), queue ``default``;
 * **no limit** — a database migrated with this tree's SQL, queue ``default`` (no flow control:
   the claim's one probe of ``queue_flow_idx`` and the release trigger's WHEN clause are all it pays);
-* **key limit** — the same database, queue ``keyed``: every task declares
+* **key limit** — a third database with this tree's SQL, queue ``keyed``: every task declares
   ``"concurrency": {"key": "$.run.k", "max": 1000}`` over 16 key values (never binding),
   so every claim takes the flow-control path: counters locked, lanes read, slots counted and
   given back by the release trigger.
 
 Figures: no limit vs before (target: at least 0.97, "nothing measurable") and key limit vs no
 limit (the stated cost of a limited queue; no target). Each ratio is the median of the
-per-round ratios (each round of a pair runs back to back, so both see the same machine).
+per-round ratios: before and no limit run back to back, in alternating order, so both see
+the same machine; each subject has its own database (no backlog or dead rows of another).
 """
 
 from __future__ import annotations
@@ -81,24 +82,33 @@ def main() -> None:
     n_rounds, seconds = c.rounds(5), c.round_seconds(4.0, 2.0)
     with tempfile.TemporaryDirectory() as tmp:
         old_sql = base_sql(Path(tmp))
+        # Each subject in a database of its own, so none reads past another's backlog or dead rows.
         new = database_with("flow", None)
         c.define(new, c.SINGLE_SPEC)
-        c.define(new, KEYED_SPEC)
-        subjects = []
+        keyed_db = database_with("flow_keyed", None)
+        c.define(keyed_db, KEYED_SPEC)
+        before = None
         if old_sql is not None:
             old = database_with("flow_base", old_sql)
             c.define(old, c.SINGLE_SPEC)
-            subjects.append(c.Subject("before", old, c.ff_single_step(), lambda n: c.start_runs(old, "single", n),
-                                      first_guess=1000))
+            before = c.Subject("before", old, c.ff_single_step(), lambda n: c.start_runs(old, "single", n),
+                               first_guess=1000)
         else:
             c.progress(f"no SQL of {BASE} (git archive failed): the before/after figure is skipped")
         plain = c.Subject("no limit", new, c.ff_single_step(), lambda n: c.start_runs(new, "single", n), first_guess=1000)
-        keyed = c.Subject("key limit", new, keyed_step, lambda n: keyed_enqueue(new, n), first_guess=1000)
-        subjects += [plain, keyed]
-        c.alternate(subjects, n_rounds, seconds)
+        keyed = c.Subject("key limit", keyed_db, keyed_step, lambda n: keyed_enqueue(keyed_db, n), first_guess=1000)
+        subjects = [s for s in (before, plain, keyed) if s is not None]
+        for s in subjects:
+            s.round(1.0)  # warm up: plans, caches
+            s.rates.clear()
+        for r in range(n_rounds):
+            # The pair under test back to back, in alternating order; the key limit after it.
+            pair = [before, plain] if r % 2 == 0 else [plain, before]
+            for s in [x for x in pair if x is not None] + [keyed]:
+                s.round(seconds)
+            c.progress(f"round {r + 1}/{n_rounds}: " + ", ".join(f"{s.name} {s.rates[-1]:,.0f}/s" for s in subjects))
     note = f"median of {n_rounds} paired {seconds:g}s rounds, 4 conns"
-    if old_sql is not None:
-        before = subjects[0]
+    if before is not None:
         ratio = paired_ratio(plain, before)
         c.figure("claim+complete, a queue without flow control vs before it", plain.median, "jobs/s",
                  baseline=f"before flow control ({BASE})", baseline_value=before.median, ratio=ratio,

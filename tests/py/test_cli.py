@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
@@ -183,6 +184,23 @@ def test_queue_configure(ff, migrated_dsn):
     assert ok(ff("queue", "configure", "images")) == "queue images: pull (workers claim its tasks)\n"
     assert_one_line_error(ff("queue", "configure", "9 bad name"))
     assert_one_line_error(ff("queue", "configure", "images", "--routing-key", "x"))
+
+
+def test_queue_flow_control(ff, migrated_dsn):
+    # Flow control (issue 18): limits with configure, pause / resume, refusals in one line.
+    assert ok(ff("queue", "configure", "api", "--max-running", "3", "--rate", "100/1 minute")) == \
+        "queue api: pull (workers claim its tasks), at most 3 running, at most 100 per 1 minute\n"
+    out = json.loads(ok(ff("--json", "queue", "configure", "api", "--max-running", "2", "--rate", "20/1s")))
+    assert out["max_running"] == 2 and out["rate"] == {"limit": 20, "per": "1s"}
+    assert ok(ff("queue", "pause", "api")) == "queue api: paused (nothing is claimed from it until flowforge queue resume api)\n"
+    assert json.loads(ok(ff("--json", "queue", "resume", "api"))) == {"name": "api", "paused": False}
+    with psycopg.connect(migrated_dsn) as conn:
+        assert conn.execute("SELECT max_running, rate_limit, paused FROM flowforge.queue WHERE name = 'api'"
+                            ).fetchone() == (2, 20, False)
+    assert_one_line_error(ff("queue", "configure", "api", "--rate", "lots"))
+    assert_one_line_error(ff("queue", "configure", "api", "--rate", "10/forever"))
+    assert_one_line_error(ff("queue", "configure", "api", "--max-running", "0"))
+    assert_one_line_error(ff("queue", "pause", "9 bad name"))
 
 
 def test_queue_list(ff, applied, migrated_dsn):
