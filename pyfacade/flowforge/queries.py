@@ -631,12 +631,6 @@ SELECT queue, unit_kind, delivery, ready, scheduled, running, oldest_ready_at,
   FROM flowforge.queue_stats()
 """
 
-LIST_TRIGGERS = """
-SELECT id, name, trigger_type, action, target, enabled, options, input, next_fire_at, last_fired_at, created_at,
-       created_by
-  FROM flowforge.list_triggers()
-"""
-
 SERVE_LIST_FIRINGS = """
 SELECT id, name, trigger_type, action, event, definition, run_id, result, error, fired_on, recorded_at, delivery_id,
        payload, created_by

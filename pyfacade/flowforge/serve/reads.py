@@ -259,8 +259,21 @@ def _sorted_page(rows: list[dict], listing: str, key: Callable[[dict], tuple], c
     return Page(shown, nxt)
 
 
+async def _keyset_rows(s: Session, sql: str, page: int = 1000) -> list[dict]:
+    """The rows of a keyset listing (list_workflows, list_agents), page after page, at most MAX_WINDOW."""
+    rows: list[dict] = []
+    after = None
+    while len(rows) < MAX_WINDOW:
+        got = await s.rows(sql, {"max_rows": page, "after": after})
+        rows.extend({k: v for k, v in row.items() if k != "cursor"} for row in got)
+        if len(got) < page:
+            break
+        after = got[-1]["cursor"]
+    return rows[:MAX_WINDOW]
+
+
 async def definitions(s: Session, *, cursor: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
-    rows = await s.rows(queries.WORKFLOW_LIST)
+    rows = await _keyset_rows(s, queries.WORKFLOW_LIST)
     return _sorted_page(rows, "definitions", lambda r: (r["name"],), cursor, limit)
 
 
@@ -296,7 +309,7 @@ MAX_HOLDINGS = 2000
 
 async def agents(s: Session, *, cursor: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
     """Agents by name, each with what it holds now (``holds``: task runs, work items, affinity keys)."""
-    page = _sorted_page(await s.rows(queries.LIST_AGENTS), "agents", lambda r: (r["name"],), cursor, limit)
+    page = _sorted_page(await _keyset_rows(s, queries.LIST_AGENTS), "agents", lambda r: (r["name"],), cursor, limit)
     held: dict[str, list[dict]] = {}
     for row in await s.rows(queries.AGENT_HOLDINGS, {"limit": MAX_HOLDINGS}):
         held.setdefault(row.pop("agent"), []).append(row)
