@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import click
 
-from .. import render
+from .. import errors, render
 from ..config import Settings
 from ._common import client, emit_json, json_option, wants_json, when
 
@@ -22,7 +22,7 @@ def queue() -> None:
 @click.option("--routing-key", help="Routing key (default: the queue name). Needs --exchange.")
 @click.option("--dispatch-lease", default=300.0, show_default=True, type=click.FloatRange(1, 86400),
               help="Seconds a consumer has to take a pushed task before it is dispatched again.")
-@click.option("--max-running", type=click.IntRange(1, 100000),
+@click.option("--max-running", type=int,  # the range is the database's rule (FF003)
               help="Flow control: at most this many of the queue's units running at once, across all workers.")
 @click.option("--rate", metavar="LIMIT/PER",
               help="Flow control: a token bucket, e.g. 100/1min or 20/1s (LIMIT per PER, any PostgreSQL duration).")
@@ -34,7 +34,7 @@ def configure(settings: Settings, name: str, exchange: str | None, routing_key: 
     if rate is not None:
         limit, sep, per = rate.partition("/")
         if not sep or not limit.strip().isdigit() or not per.strip():
-            raise click.BadParameter("LIMIT/PER, such as 100/1min", param_hint="--rate")
+            raise errors.InvalidArgument(f"--rate {rate!r} is not LIMIT/PER, such as 100/1min or 20/1s")
         rate_spec = {"limit": int(limit), "per": per.strip()}
     with client(settings) as api:
         api.configure_queue(name, exchange, routing_key, timedelta(seconds=dispatch_lease), max_running, rate_spec)
