@@ -126,7 +126,8 @@ def _source(row: dict) -> str:
 def list_(settings: Settings, json_flag: bool) -> None:
     """This organization's triggers by name: type, action, what they watch, the next and last firing."""
     with client(settings) as api:
-        rows = api.list_triggers()
+        # By name, as the help says (list_triggers itself is newest first since 0031).
+        rows = sorted(api.list_triggers(), key=lambda r: r["name"])
     if wants_json(settings, json_flag):
         emit_json(rows)
         return
