@@ -138,8 +138,11 @@ def loaded(admin_dsn):
                 for statement in FILL.split(";\n\n"):
                     conn.execute(statement, {"org": DEFAULT_ORG, "other": other, "member": member,
                                              "runs": N_RUNS, "small": N_SMALL})
+                # pg_get_indexdef names a partitioned table's index ON ONLY the
+                # parent (0038 built them that way, partition by partition);
+                # rebuilt without ONLY, each month's copy is built with it.
                 for _, ddl in rebuild:
-                    conn.execute(ddl)
+                    conn.execute(ddl.replace(" ON ONLY ", " ON ", 1))
             for table in LOADED_TABLES:
                 conn.execute(f"ANALYZE {table}")
             cursors = {
@@ -190,9 +193,19 @@ def _explained(dsn: str, call: str, params: dict, marker: str, as_role: str | No
         conn.execute("SET client_min_messages = log")
         conn.add_notice_handler(lambda diag: logged.append(diag.message_primary or ""))
         rows = conn.execute(call, params).fetchall()
+        conn.execute("RESET SESSION AUTHORIZATION")
+        # A partitioned table (0032's history) is scanned month by month: each
+        # partition and each copy of an index is named for its root here.
+        roots = dict(conn.execute(
+            "SELECT c.relname::text, r.relname::text FROM pg_class c JOIN pg_class r ON r.oid = pg_partition_root(c.oid) "
+            "WHERE c.relnamespace IN ('flowforge'::regnamespace, 'flowforge_history'::regnamespace) AND r.oid <> c.oid").fetchall())
     docs = [json.loads(m[m.index("{"):]) for m in logged if "{" in m]
     mine = [d for d in docs if marker in d.get("Query Text", "")]
     assert len(mine) == 1, f"expected one explained statement containing {marker!r}, got {len(mine)}"
+    for node in _nodes(mine[0]["Plan"]):
+        for key in ("Relation Name", "Index Name"):
+            if key in node:
+                node[key] = roots.get(node[key], node[key])
     return rows, mine[0]
 
 
