@@ -400,7 +400,8 @@ class Client:
             "delivery_id": delivery_id})
 
     def list_triggers(self) -> list[dict]:
-        return fetch_all(self.conn, queries.LIST_TRIGGERS)
+        """Every live trigger of the organization, newest first (all of them: page after page)."""
+        return self._every_page(queries.LIST_TRIGGERS)
 
     def list_firings(self, trigger_name: str | None = None, outcome: str | None = None,
                      max_rows: int = 50) -> list[dict]:

@@ -492,8 +492,8 @@ SELECT flowforge.fire_trigger(name => %(name)s::text, payload => %(payload)s::js
 
 LIST_TRIGGERS = """
 SELECT id, name, trigger_type, action, target, enabled, options, input, next_fire_at, last_fired_at, created_at,
-       created_by
-  FROM flowforge.list_triggers()
+       created_by, cursor
+  FROM flowforge.list_triggers(max_rows => %(max_rows)s::int, after => %(after)s::text)
 """
 
 LIST_FIRINGS = """

@@ -173,3 +173,14 @@ def test_serve_without_a_database_or_with_a_bad_dsn_is_one_line(tmp_path):
     bad_hooks = run("--dsn", "host=127.0.0.1", "serve", "--port", "1", "--hooks-dsn", "not-a-dsn")
     assert_one_line_error(bad_hooks)
     assert "invalid DSN" in bad_hooks.stderr
+
+
+def test_list_shows_every_trigger_past_one_page(migrated_dsn, ff, wf):
+    # list_triggers pages by 1,000 (keyset); the CLI and Client.list_triggers read every page.
+    import psycopg
+    with psycopg.connect(migrated_dsn, autocommit=True) as conn:
+        conn.execute("SELECT flowforge.create_trigger('repo-' || lpad(g::text, 4, '0'), 'gitpoll', 'start', 'report', "
+                     "jsonb_build_object('repo', '/srv/git/r' || g)) FROM generate_series(1, 1001) g")
+    names = [t["name"] for t in json.loads(ok(ff("trigger", "list", "--json")))]
+    assert len(names) == 1001 and len(set(names)) == 1001
+    assert names == sorted(names) and names[-1] == "repo-1001"

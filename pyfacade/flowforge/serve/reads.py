@@ -260,7 +260,7 @@ def _sorted_page(rows: list[dict], listing: str, key: Callable[[dict], tuple], c
 
 
 async def _keyset_rows(s: Session, sql: str, page: int = 1000) -> list[dict]:
-    """The rows of a keyset listing (list_workflows, list_agents), page after page, at most MAX_WINDOW."""
+    """The rows of a keyset listing (list_workflows, list_agents, list_triggers), page after page, at most MAX_WINDOW."""
     rows: list[dict] = []
     after = None
     while len(rows) < MAX_WINDOW:
@@ -319,7 +319,7 @@ async def agents(s: Session, *, cursor: str | None = None, limit: int = DEFAULT_
 
 
 async def triggers(s: Session, *, cursor: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
-    rows = await s.rows(queries.LIST_TRIGGERS)
+    rows = await _keyset_rows(s, queries.LIST_TRIGGERS)
     return _sorted_page(rows, "triggers", lambda r: (r["name"],), cursor, limit)
 
 
