@@ -81,8 +81,45 @@ def make_database(admin_dsn: str):
             drop_database(admin_dsn, name)
 
 
+@pytest.fixture(scope="session")
+def migrated_template(admin_dsn: str):
+    """Name of a database migrated once for the whole session, to copy from.
+
+    ``flowforge migrate`` takes seconds (every migration, then every function
+    file); ``CREATE DATABASE ... TEMPLATE`` copies the result in a fraction
+    of one. The template itself is never connected to by a test.
+    """
+    name, dsn = create_database(admin_dsn)
+    try:
+        migrate.migrate(dsn)
+        yield name
+    finally:
+        drop_database(admin_dsn, name)
+
+
+def create_migrated_database(admin_dsn: str, template: str) -> tuple[str, str]:
+    """A uniquely named copy of the migrated template; return (name, dsn).
+
+    The copy is what a migration of its own would have made, down to the
+    one value a migration draws at random: the gateway's server secret
+    (0012), drawn again here the same way, so no two test databases share it.
+    """
+    name = f"ff_test_{os.getpid()}_{next(_counter)}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(TERMINATE_BACKENDS, (template,))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
+    dsn = make_conninfo(admin_dsn, dbname=name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE flowforge.server_secret "
+                     "SET gateway_key = sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8'))")
+    return name, dsn
+
+
 @pytest.fixture
-def migrated_dsn(fresh_dsn: str) -> str:
-    """DSN of a fresh database with every migration and function applied."""
-    migrate.migrate(fresh_dsn)
-    return fresh_dsn
+def migrated_dsn(admin_dsn: str, migrated_template: str):
+    """DSN of a fresh database with every migration and function applied (a copy of the session's template)."""
+    name, dsn = create_migrated_database(admin_dsn, migrated_template)
+    try:
+        yield dsn
+    finally:
+        drop_database(admin_dsn, name)

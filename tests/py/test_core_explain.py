@@ -23,8 +23,7 @@ import time
 import psycopg
 import pytest
 
-from conftest import create_database, drop_database
-from flowforge import migrate
+from conftest import create_migrated_database, drop_database
 from helpers_core import DEFAULT_ORG, claim, connect, define, reap, single_spec, start_run
 
 N_RUNS = 2000
@@ -166,12 +165,11 @@ def _check_copy(conn: psycopg.Connection, signature: str, template: str, source_
 
 
 @pytest.fixture(scope="module")
-def loaded(admin_dsn):
+def loaded(admin_dsn, migrated_template):
     """A migrated database with 100k finished task runs plus a few live ones, analyzed."""
     admin = admin_dsn
-    name, dsn = create_database(admin)
+    name, dsn = create_migrated_database(admin, migrated_template)
     try:
-        migrate.migrate(dsn)
         t0 = time.monotonic()
         with connect(dsn) as conn:
             bulk = define(conn, {"name": "bulk", "tasks": [{"key": f"t{i}"} for i in range(TASKS_PER_RUN)]})

@@ -35,8 +35,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from conftest import create_database, drop_database
-from flowforge import migrate
+from conftest import create_migrated_database, drop_database
 
 DEFAULT_ORG = "00000000-0000-0000-0000-000000000001"
 N_RUNS = 1_000_000
@@ -117,11 +116,10 @@ LOADED_TABLES = ["flowforge.engine_run", "flowforge.workflow_run", "flowforge.wo
 
 
 @pytest.fixture(scope="module")
-def loaded(admin_dsn):
-    name, dsn = create_database(admin_dsn)
+def loaded(admin_dsn, migrated_template):
+    name, dsn = create_migrated_database(admin_dsn, migrated_template)
     member = f"ff_lx_member_{uuid.uuid4().hex[:8]}"
     try:
-        migrate.migrate(dsn)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(member)))
             conn.execute("SELECT flowforge.add_member('default', %s, 'member')", (member,))

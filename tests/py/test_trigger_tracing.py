@@ -27,8 +27,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from conftest import create_database, drop_database
-from flowforge import migrate
+from conftest import create_migrated_database, drop_database
 from helpers_runtime import DaemonProcess, wait_until
 from helpers_triggers import ServeProcess, drop_login, firings, sign, webhook_login
 
@@ -42,11 +41,10 @@ MTIME_NS = 1_700_000_000_000_000_000  # 2023-11-14T22:13:20Z
 
 
 @pytest.fixture
-def world(admin_dsn, tmp_path):
-    name, dsn = create_database(admin_dsn)
+def world(admin_dsn, migrated_template, tmp_path):
+    name, dsn = create_migrated_database(admin_dsn, migrated_template)
     role = serve = daemon = None
     try:
-        migrate.migrate(dsn)
         role, hooks_dsn = webhook_login(admin_dsn, dsn)
         serve = ServeProcess(dsn, hooks_dsn=hooks_dsn)
         yield {"dsn": dsn, "serve": serve, "tmp": tmp_path,

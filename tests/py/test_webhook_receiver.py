@@ -26,8 +26,7 @@ from psycopg import sql as pgsql
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
-from conftest import create_database, drop_database
-from flowforge import migrate
+from conftest import create_migrated_database, drop_database
 from helpers_triggers import ServeProcess, drop_login, firings, runs_triggered_by, sign, webhook_login
 
 SECRET = "s3cret-for-the-receiver-tests"
@@ -35,12 +34,11 @@ LIMIT = 4096  # --max-body-bytes
 
 
 @pytest.fixture(scope="module")
-def world(admin_dsn):
+def world(admin_dsn, migrated_template):
     """A migrated database with workflow ``build``, the receiver's login, and ``flowforge serve`` on it."""
-    name, dsn = create_database(admin_dsn)
+    name, dsn = create_migrated_database(admin_dsn, migrated_template)
     role = serve = None
     try:
-        migrate.migrate(dsn)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("SELECT flowforge.define_workflow(spec => %s::jsonb)",
                          (Jsonb({"name": "build", "tasks": [{"key": "compile"}]}),))

@@ -26,8 +26,7 @@ import time
 import psycopg
 import pytest
 
-from conftest import create_database, drop_database
-from flowforge import migrate
+from conftest import create_migrated_database, drop_database
 from helpers_engines import DEFAULT_ORG, claim_work, connect, define, start_run
 from test_core_explain import _assert_uses_index, _check_copy, _describe, _plan_nodes
 
@@ -164,10 +163,9 @@ def _tables(nodes: list[dict]) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def loaded(admin_dsn):
-    name, dsn = create_database(admin_dsn)
+def loaded(admin_dsn, migrated_template):
+    name, dsn = create_migrated_database(admin_dsn, migrated_template)
     try:
-        migrate.migrate(dsn)
         t0 = time.monotonic()
         with connect(dsn) as conn:
             wf = define(conn, {"name": "bulk", "kind": "graph", "start": "work",
