@@ -344,6 +344,10 @@ class Client:
         """Every daemon that ever served duties: engine_id, live, organizations (served now), heartbeat_at."""
         return fetch_all(self.conn, queries.LIST_ENGINES)
 
+    def leave_duties(self, engine_id: str) -> int:
+        """A daemon stopping cleanly: give back the organizations it serves and stop counting as live."""
+        return fetch_value(self.conn, queries.LEAVE_DUTIES, {"engine_id": engine_id})
+
     def reap_expired_leases(self, max_rows: int = 1000) -> int:
         return fetch_value(self.conn, queries.REAP_EXPIRED_LEASES, {"max_rows": max_rows})
 

@@ -537,6 +537,8 @@ TICK = "SELECT flowforge.tick(engine_id => %(engine_id)s::text) AS counts"
 
 LIST_ENGINES = "SELECT engine_id, live, organizations, heartbeat_at FROM flowforge.list_engines()"
 
+LEAVE_DUTIES = "SELECT flowforge.leave_duties(engine_id => %(engine_id)s::text) AS given_back"
+
 REAP_EXPIRED_LEASES = "SELECT flowforge.reap_expired_leases(max_rows => %(max_rows)s::int) AS reaped"
 
 # Available unpublished rows, each taken under a lease (its next_attempt_at moved

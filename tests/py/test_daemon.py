@@ -243,6 +243,34 @@ def test_signal_stops_cleanly_with_exit_0(migrated_dsn, amqp_url, daemons, sig):
     assert "Traceback" not in daemon.log
 
 
+def test_a_stopped_daemon_gives_its_duties_back_at_once(migrated_dsn, daemons):
+    # Two daemons split the organizations; a clean stop frees the leaver's at once (no duty lease to wait out):
+    # the survivor serves every organization at its next tick, and the leaver no longer counts as live.
+    with psycopg.connect(migrated_dsn, autocommit=True) as conn:
+        conn.execute("SELECT flowforge.create_organization('gone-' || g, 'Gone ' || g) FROM generate_series(1, 3) g")
+        conn.execute("UPDATE flowforge.setting SET duty_lease = '10 minutes'")
+    stay = daemons(migrated_dsn, None, "--engine-id", "stay")
+    stay.wait_for_event("serving")
+    leaver = daemons(migrated_dsn, None, "--engine-id", "leaver")
+
+    def served(engine: str) -> int:
+        with psycopg.connect(migrated_dsn) as conn:
+            return conn.execute("SELECT count(*) FROM flowforge.engine WHERE engine_id = %s AND status = 'serving' "
+                                "AND lease_expires_at > now()", (engine,)).fetchone()[0]
+
+    wait_until(lambda: served("leaver") == 2 and served("stay") == 2, 15, "the two daemons split four organizations")
+    assert leaver.stop() == 0
+    left = leaver.events("left_duties")
+    assert len(left) == 1 and left[0]["organizations"] == "2", leaver.log
+    # With a ten-minute lease, only the give-back can hand the two over within seconds.
+    wait_until(lambda: served("stay") == 4, 15, "the survivor serves all four organizations")
+    assert served("leaver") == 0
+    with psycopg.connect(migrated_dsn) as conn:
+        live = dict(conn.execute("SELECT engine_id, live FROM flowforge.list_engines()").fetchall())
+    assert live == {"stay": True, "leaver": False}
+    assert stay.stop() == 0
+
+
 def test_unmigrated_database_is_refused_with_one_line(fresh_dsn, amqp_url, daemons):
     daemon = daemons(fresh_dsn, amqp_url)
     assert daemon.proc.wait(timeout=20) == 2

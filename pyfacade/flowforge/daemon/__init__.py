@@ -165,6 +165,7 @@ class Daemon:
 
     def _shutdown(self) -> None:
         if self._work is not None:
+            self._leave_duties()
             self._work.close()
         self._close_listen()
         self._work = None
@@ -173,6 +174,19 @@ class Daemon:
         self.log("stopped", signal=self._stop_signal, published=self.totals["published"],
                  ticks=self.totals["ticks"], reaped=self.totals["reaped"], dispatched=self.totals["dispatched"],
                  feeder_fired=self.totals["feeder_fired"])
+
+    def _leave_duties(self) -> None:
+        """Give the organizations' duties back now, so the live daemons take them at their next tick."""
+        if self._work.conn.closed or self._work.conn.broken:
+            return  # the leases lapse on their own, one duty lease from now
+        try:
+            self._work.conn.rollback()  # nothing is in flight at a stop; a failed statement's transaction is gone
+            given_back = self._work.api.leave_duties(self.config.engine_id)
+            self._work.commit()
+        except (errors.FlowForgeError, psycopg.Error) as exc:  # the leases lapse on their own: stopping goes on
+            self.log("leave_duties_failed", error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        else:
+            self.log("left_duties", engine_id=self.config.engine_id, organizations=given_back)
 
     def _step(self) -> int | None:
         now = time.monotonic()

@@ -125,3 +125,37 @@ COMMENT ON FUNCTION flowforge.list_engines() IS
   'whether it is live, and how many organizations'' duties it holds now. For the operator and the daemon. Errors: '
   'none of its own.';
 SELECT flowforge._rights('flowforge.list_engines()', 'flowforge_system', '{flowforge_daemon,flowforge_readonly}');
+
+-- A daemon that stops cleanly says so: its organizations are free at once
+-- and it no longer counts as live, so the survivors' next tick takes them
+-- over (a larger share each) instead of waiting a duty lease for them to lapse.
+CREATE OR REPLACE FUNCTION flowforge.leave_duties(engine_id text) RETURNS integer
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+SET flowforge.caller_org = ''
+AS $$
+DECLARE
+    v_now constant timestamptz := flowforge.now();
+    v_lease constant interval := (SELECT s.duty_lease FROM flowforge.setting s);
+    v_left integer;
+BEGIN
+    IF leave_duties.engine_id IS NULL OR length(leave_duties.engine_id) NOT BETWEEN 1 AND 200 THEN
+        RAISE EXCEPTION 'engine_id must be 1 to 200 characters' USING ERRCODE = 'FF003',
+            HINT = 'Pass the id the daemon ticked with (its --engine-id, <host>:<pid> by default).';
+    END IF;
+    UPDATE flowforge.engine e SET status = 'standby', lease_expires_at = NULL, updated_at = v_now
+    WHERE e.engine_id = leave_duties.engine_id AND e.status = 'serving';
+    GET DIAGNOSTICS v_left = ROW_COUNT;
+    -- Live means a heartbeat within one duty lease: one lease ago is not live.
+    UPDATE flowforge.engine e SET heartbeat_at = v_now - v_lease, updated_at = v_now
+    WHERE e.engine_id = leave_duties.engine_id AND e.heartbeat_at > v_now - v_lease;
+    RETURN v_left;
+END;
+$$;
+COMMENT ON FUNCTION flowforge.leave_duties(text) IS
+  'leave_duties(engine_id text) -> integer: a daemon stopping cleanly gives back every organization whose duties it '
+  'serves (each row standby, no lease) and stops counting as live, so the live daemons take those organizations at '
+  'their next tick (under a new generation, as after a lapse) instead of one duty lease later; returns how many it '
+  'gave back (0 for an unknown or already stopped daemon: a second call is harmless). A daemon that ticks again '
+  'afterwards simply rejoins. Errors: FF003 engine_id NULL or not 1..200 characters.';
+SELECT flowforge._rights('flowforge.leave_duties(text)', 'flowforge_system', '{flowforge_daemon}');

@@ -9,7 +9,7 @@
 -- duties; tick(engine_id) only those of the organizations it serves.
 -- Several daemons at once (SIGKILL, SIGSTOP) are pytest's.
 BEGIN;
-SELECT plan(32);
+SELECT plan(40);
 SELECT flowforge_test.freeze_clock('2030-01-01 00:00:00+00') \gset
 
 -- Five organizations: the built-in one and four more.
@@ -123,6 +123,23 @@ ROLLBACK TO SAVEPOINT duties;
 SELECT is((flowforge.tick('e1') ->> 'reaped_items')::int, 2, 'tick(''e1'') reaps only in the two organizations it serves');
 SELECT is((flowforge.tick('e2') ->> 'reaped_items')::int, 3, 'tick(''e2'') the other three''s');
 SELECT throws_ok($$SELECT flowforge.tick('')$$, 'FF003', NULL, 'tick with an empty engine_id: FF003');
+
+-- ------------------------------------------ a daemon that stops cleanly
+SELECT is(flowforge.leave_duties('e2'), 3, 'leave_duties(''e2'') gives back the three organizations e2 served');
+SELECT results_eq($$SELECT pg_temp.served('e2'), pg_temp.unserved(), pg_temp.served_twice()$$,
+    $$VALUES (0::bigint, 3::bigint, 0::bigint)$$, 'they are free at once (no lease to wait out)');
+SELECT results_eq($$SELECT engine_id, live FROM flowforge.list_engines()$$, $$VALUES ('e1', true), ('e2', false)$$,
+                  'e2 no longer counts as live, so e1''s share is all of them');
+SELECT is(flowforge.leave_duties('e2'), 0, 'a second leave_duties gives back nothing and fails nothing');
+SELECT flowforge_test.advance_clock('1 second') \gset
+SELECT is((SELECT count(*)::int FROM jsonb_object_keys(pg_temp.tick('e1'))), 5,
+          'e1''s next tick takes the three over: it serves all five');
+SELECT ok((SELECT bool_and(generation >= 3) FROM flowforge.engine e
+           WHERE e.engine_id = 'e1' AND e.status = 'serving'
+             AND e.organization_id NOT IN (SELECT organization_id FROM e1_held)),
+          'each under a new generation, as after a lapse (a late write of e2''s is refused by _serves)');
+SELECT throws_ok($$SELECT flowforge.leave_duties(NULL)$$, 'FF003', NULL, 'leave_duties(NULL): FF003');
+SELECT throws_ok($$SELECT flowforge.leave_duties('')$$, 'FF003', NULL, 'leave_duties(empty): FF003');
 
 SELECT * FROM finish();
 ROLLBACK;
