@@ -1,6 +1,6 @@
 """Side by side: the benchmarks of an older commit and of this tree, in one run.
 
-    .venv/bin/python benchmarks/compare.py --old f3e42c7 [--only claim,batch,dag] [--rounds 2]
+    .venv/bin/python benchmarks/compare.py --old f3e42c7 [--new COMMIT] [--only claim,batch,dag] [--rounds 2]
 
 The old commit is checked out in a temporary worktree; each script is run
 from there (its own benchmarks/, its own sql/ through FLOWFORGE_SQL_DIR, its
@@ -10,6 +10,9 @@ time. For every figure the median FlowForge value of each side is compared:
 new / old, and for a cost (µs, ms, x) the other way round, so a ratio
 below 1 is always "new is worse". A hot-path figure more than 10% worse is
 flagged. The section is appended to RESULTS.md (``--no-record``: printed only).
+``--new`` checks out a second commit the same way instead of this tree: one
+change measured alone (an issue's own commits against their parent), not
+everything that landed since.
 Scripts that exist only in the new tree (new engines) have no old column.
 """
 
@@ -63,6 +66,7 @@ def figures(path: Path) -> dict[tuple[str, str], list[dict]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", default="f3e42c7", help="the older commit (default: the last landed one before issue 10)")
+    parser.add_argument("--new", default=None, help="the newer commit (default: this tree as it is)")
     parser.add_argument("--only", default="claim,batch,dag,latency,history,push",
                         help="comma-separated script keys of run_all.py")
     parser.add_argument("--rounds", type=int, default=2, help="alternating old/new runs of each script")
@@ -76,6 +80,11 @@ def main() -> None:
         old_tree = Path(tmp) / "old"
         subprocess.run(["git", "worktree", "add", "--detach", str(old_tree), args.old], cwd=REPO, check=True,
                        capture_output=True)
+        new_tree = REPO
+        if args.new:
+            new_tree = Path(tmp) / "new"
+            subprocess.run(["git", "worktree", "add", "--detach", str(new_tree), args.new], cwd=REPO, check=True,
+                           capture_output=True)
         try:
             old_out, new_out = Path(tmp) / "old.jsonl", Path(tmp) / "new.jsonl"
             old_out.touch()
@@ -85,14 +94,17 @@ def main() -> None:
                     print(f"{key} round {r + 1}/{args.rounds}: old, new", flush=True)
                     if (old_tree / "benchmarks" / file).exists():
                         run_script(old_tree, file, old_out, args.quick)
-                    run_script(REPO, file, new_out, args.quick)
+                    if (new_tree / "benchmarks" / file).exists():
+                        run_script(new_tree, file, new_out, args.quick)
             old, new = figures(old_out), figures(new_out)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old_tree)], cwd=REPO, capture_output=True)
+            if args.new:
+                subprocess.run(["git", "worktree", "remove", "--force", str(new_tree)], cwd=REPO, capture_output=True)
 
     old_rev = subprocess.run(["git", "rev-parse", "--short", args.old], cwd=REPO, capture_output=True,
                              text=True).stdout.strip()
-    new_rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+    new_rev = subprocess.run(["git", "rev-parse", "--short", args.new or "HEAD"], cwd=REPO, capture_output=True,
                              text=True).stdout.strip()
     lines = [f"## {started:%Y-%m-%d %H:%M} UTC — side by side: {old_rev} (old) vs {new_rev} (new), "
              f"{args.rounds} alternating runs per script{' (quick)' if args.quick else ''}", "",
