@@ -97,6 +97,15 @@ def migrated_template(admin_dsn: str):
         drop_database(admin_dsn, name)
 
 
+def copy_database(admin_dsn: str, template: str) -> tuple[str, str]:
+    """A uniquely named copy of database ``template`` (whose sessions are ended first); return (name, dsn)."""
+    name = f"ff_test_{os.getpid()}_{next(_counter)}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(TERMINATE_BACKENDS, (template,))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
+    return name, make_conninfo(admin_dsn, dbname=name)
+
+
 def create_migrated_database(admin_dsn: str, template: str) -> tuple[str, str]:
     """A uniquely named copy of the migrated template; return (name, dsn).
 
@@ -104,11 +113,7 @@ def create_migrated_database(admin_dsn: str, template: str) -> tuple[str, str]:
     one value a migration draws at random: the gateway's server secret
     (0012), drawn again here the same way, so no two test databases share it.
     """
-    name = f"ff_test_{os.getpid()}_{next(_counter)}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(TERMINATE_BACKENDS, (template,))
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
-    dsn = make_conninfo(admin_dsn, dbname=name)
+    name, dsn = copy_database(admin_dsn, template)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE flowforge.server_secret "
                      "SET gateway_key = sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8'))")

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.conninfo import conninfo_to_dict
 from yoyo.migrations import MigrationList
 
+from conftest import copy_database, drop_database
 from flowforge import migrate
 
 FLOWFORGE_SCHEMA_EXISTS = "SELECT count(*) FROM pg_namespace WHERE nspname = 'flowforge'"
@@ -139,41 +141,50 @@ def test_rollback_to_an_unknown_or_unapplied_version_is_refused(migrated_dsn):
     assert migrate.pending_migrations(migrated_dsn) == migrate.known_migration_ids()[-1:]
 
 
-def apply_one_at_a_time(dsn: str, count: int) -> list[str]:
-    """Apply the first ``count`` migrations through yoyo, each in its own run and lock."""
+def apply_next(dsn: str, migration_id: str) -> None:
+    """Apply one migration through yoyo in its own run and lock; it must be the next one pending."""
     backend = migrate._backend(dsn)
-    ordered = backend.to_apply(migrate._read_migrations())
-    assert [m.id for m in ordered] == migrate.known_migration_ids()
-    for m in ordered[:count]:
+    try:
+        pending = backend.to_apply(migrate._read_migrations())
+        assert pending and pending[0].id == migration_id, f"{migration_id} is not next: {[m.id for m in pending][:3]}"
         with backend.lock():
-            backend.apply_migrations(MigrationList([m]))
-    return [m.id for m in ordered[:count]]
+            backend.apply_migrations(MigrationList([pending[0]]))
+    finally:
+        backend.connection.close()
 
 
-def test_step_by_step_install_matches_fresh_install(make_database):
+def test_step_by_step_install_matches_fresh_install(admin_dsn, make_database):
     """Upgrading from every intermediate schema version ends where a fresh install does.
 
-    For each k, a database gets migrations 1..k one at a time (as successive
-    releases would have applied them), then ``flowforge migrate`` brings it to
-    head: the remaining migrations, then the function files.  Function files
-    are re-applied only at head: they are the current release's text and may
-    name tables that only later migrations create (an older release shipped
-    its own, older function text, which the repository no longer holds).
+    A database gets the migrations one at a time (as successive releases
+    would have applied them); after each k, a copy of it (CREATE DATABASE ...
+    TEMPLATE: the same bytes as an install stopped at release k) is brought
+    to head by ``flowforge migrate``: the remaining migrations, then the
+    function files.  Function files are re-applied only at head: they are the
+    current release's text and may name tables that only later migrations
+    create (an older release shipped its own, older function text, which the
+    repository no longer holds).
     """
     fresh = make_database()
     migrate.migrate(fresh)
     expected = catalog_dump(fresh)
     known = migrate.known_migration_ids()
+    releases = make_database()
+    releases_name = conninfo_to_dict(releases)["dbname"]
 
-    for k in range(1, len(known) + 1):
-        stepwise = make_database()
-        assert apply_one_at_a_time(stepwise, k) == known[:k]
-        assert migrate.pending_migrations(stepwise) == known[k:]
+    for k, migration_id in enumerate(known, start=1):
+        apply_next(releases, migration_id)
+        assert migrate.applied_migrations(releases) == known[:k]
+        name, stepwise = copy_database(admin_dsn, releases_name)
+        try:
+            assert migrate.pending_migrations(stepwise) == known[k:]
 
-        result = migrate.migrate(stepwise)
+            result = migrate.migrate(stepwise)
 
-        assert result.applied == known[k:]
-        assert catalog_dump(stepwise) == expected, f"upgrade from {known[k - 1]} differs from a fresh install"
+            assert result.applied == known[k:]
+            assert catalog_dump(stepwise) == expected, f"upgrade from {known[k - 1]} differs from a fresh install"
+        finally:
+            drop_database(admin_dsn, name)
 
 
 def test_concurrent_migrates_serialise_on_yoyo_lock(fresh_dsn):
