@@ -12,6 +12,10 @@ VENV      := .venv
 PY        := $(VENV)/bin/python
 FLOWFORGE := $(VENV)/bin/flowforge
 STAMP     := $(VENV)/.installed-flowforge
+# Three test processes, a whole file each (module fixtures stay in one process):
+# most tests wait on leases, timers and subprocesses, so three overlap on two
+# cores; every test has its own database, port and names. PYTEST_ARGS=-q runs serially.
+PYTEST_ARGS ?= -q -n 3 --dist loadfile
 
 # The local PostgreSQL major version (Debian layout); 15 when none is installed yet.
 PGVER     := $(or $(lastword $(sort $(notdir $(wildcard /etc/postgresql/*)))),15)
@@ -24,14 +28,14 @@ APT_PKGS  := postgresql-$(PGVER) postgresql-$(PGVER)-pgtap libtap-parser-sourceh
 test: system-deps services install
 	@rc=0; \
 	echo "== SQL suite (pgTAP + plpgsql_check) =="; tests/run_pgtap.sh || rc=1; \
-	echo "== Python suite (pytest) =="; $(VENV)/bin/pytest -q tests/py || rc=1; \
+	echo "== Python suite (pytest) =="; $(VENV)/bin/pytest $(PYTEST_ARGS) tests/py || rc=1; \
 	exit $$rc
 
 test-sql: system-deps postgres install
 	tests/run_pgtap.sh
 
 test-py: system-deps services install
-	$(VENV)/bin/pytest -q tests/py
+	$(VENV)/bin/pytest $(PYTEST_ARGS) tests/py
 
 # No FLOWFORGE_DSN: the CLI starts its embedded PostgreSQL in ./.flowforge/pgdata;
 # `flowforge serve` then shows the demo's runs in the browser (the demo says how).
