@@ -460,7 +460,7 @@ SELECT results_eq(
              OR p.proname ~ '^_(machine|normalize_machine)_')
       ORDER BY 1$$,
     $$VALUES ('flowforge._event_refused(uuid,text,text,text)', 'flowforge_owner', ''),
-             ('flowforge._fire_machine_timer(uuid,timestamp with time zone)', 'flowforge_owner', ''),
+             ('flowforge._fire_machine_timer(uuid,uuid,timestamp with time zone)', 'flowforge_owner', ''),
              ('flowforge._fire_machine_timers(uuid[],integer,timestamp with time zone)', 'flowforge_owner', ''),
              ('flowforge._machine_accept(text,jsonb,text,jsonb,jsonb)', 'flowforge_owner', ''),
              ('flowforge._machine_apply(uuid,uuid,text,jsonb,text,jsonb,timestamp with time zone)', 'flowforge_owner', ''),
