@@ -78,7 +78,7 @@ CLAIM_MANY_QUEUES_SOURCE = {"org": "v_org", "now": "v_now", "batch": "claim.batc
 
 # The duty behind reap_expired_leases and tick (every organization: orgs NULL).
 REAPER_CANDIDATES = """
-SELECT tr.id, tr.workflow_run_id
+SELECT tr.id, tr.workflow_run_id, tr.organization_id
 FROM flowforge.task_run tr
 WHERE tr.state = 'running' AND tr.lease_expires_at < {now}
   AND ({orgs} IS NULL OR tr.organization_id = ANY ({orgs}))
@@ -99,7 +99,7 @@ OUTBOX_DRAIN_SOURCE = {"batch": "take_outbox.batch", "now": "v_now"}
 RUN_EVENTS_PER_TASK = """
 SELECT ev.* FROM flowforge.task_run t
 JOIN flowforge.task_run_event ev ON ev.task_run_id = t.id
-WHERE t.workflow_run_id = {run_id} AND ev.organization_id = {org}
+WHERE t.workflow_run_id = {run_id} AND t.organization_id = {org} AND ev.organization_id = {org}
 """
 RUN_EVENTS_PER_TASK_SOURCE = {"run_id": "run_events.run_id", "org": "v_org"}
 

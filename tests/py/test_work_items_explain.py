@@ -90,7 +90,7 @@ CLAIM_WORK_PICK_TYPES = "uuid, text[], text[], timestamptz, text[], jsonb, boole
 
 # The item reaper's candidates (tick's duty reaped_items): oldest expiry first.
 REAP_CANDIDATES = """
-SELECT w.id FROM flowforge.work_item w
+SELECT w.id, w.organization_id FROM flowforge.work_item w
 WHERE w.status = 'dispatched' AND w.lease_expires_at < {now}
   AND ({orgs} IS NULL OR w.organization_id = ANY ({orgs}))
 ORDER BY w.lease_expires_at

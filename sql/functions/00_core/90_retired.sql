@@ -52,6 +52,39 @@ DROP FUNCTION IF EXISTS flowforge.list_agents();
 -- _delivered_firing(trigger, delivery) -> _delivered_firing(org, trigger, delivery): the delivery key moved to
 -- trigger_delivery, keyed per organization, when the firing log was partitioned by time (0032; issue 19).
 DROP FUNCTION IF EXISTS flowforge._delivered_firing(uuid, text);
+-- Routing under Citus (issue 21, docs/scale.md §6): the internals of DAG completion, the engine hooks, fan-out, the
+-- reapers and the cron duty take the organization first (p_org), so every statement they run filters on it.
+DROP FUNCTION IF EXISTS flowforge._task_input(uuid, uuid);
+DROP FUNCTION IF EXISTS flowforge._dag_task_succeeded(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._dag_task_failed_for_good(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._release_dependents(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._skip_dependents(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._settle_run(uuid, integer, integer, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._tasks_ready(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._dag_fan_out(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._dag_task_refused(uuid, text, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._dispatch_rows(uuid[], timestamptz, uuid[], uuid[]);
+DROP FUNCTION IF EXISTS flowforge._dispatch_run(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._on_task_succeeded(text, uuid, uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._on_task_failed_for_good(text, uuid, uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._on_task_requeued(text, uuid, uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._graph_item_succeeded(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._graph_item_failed(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._machine_item_succeeded(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._machine_item_failed(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fanout_progress(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fanout_child_settled(uuid, boolean, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fanout_finish(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fanout_parent_done(uuid, jsonb, text, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fanout_fail(uuid, text, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fanout_cancel_children(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fanout_hold_task_run(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fanout_hold_work_item(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._reap_one(uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._reap_one_failed(uuid, uuid, text, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._reap_one_item(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fire_cron_trigger(uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._fire_machine_timer(uuid, timestamptz);
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the

@@ -38,7 +38,8 @@ BEGIN
     END IF;
 
     v_workflow_id := flowforge._live_workflow(p_org, p_workflow);  -- FF001 unknown, FF013 deleted
-    SELECT w.id, w.name, w.kind, w.spec INTO v_workflow FROM flowforge.workflow w WHERE w.id = v_workflow_id;
+    SELECT w.id, w.name, w.kind, w.spec INTO v_workflow
+    FROM flowforge.workflow w WHERE w.organization_id = p_org AND w.id = v_workflow_id;
 
     IF p_idempotency_key IS NOT NULL THEN
         -- Claim the key first: a concurrent start with the same key waits here

@@ -331,7 +331,8 @@ BEGIN
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
     END IF;
-    PERFORM flowforge._on_task_succeeded('dag', v_task.workflow_run_id, complete.task_run_id, v_task.task_id, v_now);
+    PERFORM flowforge._on_task_succeeded('dag', v_org, v_task.workflow_run_id, complete.task_run_id, v_task.task_id,
+                                         v_now);
 END;
 $$;
 COMMENT ON FUNCTION flowforge.complete(uuid, bigint, jsonb) IS
@@ -387,9 +388,11 @@ BEGIN
               || CASE WHEN v_task.state = 'ready' THEN jsonb_build_object('ready_at', v_task.ready_at) ELSE '{}' END],
         v_now);
     IF v_task.state = 'failed' THEN
-        PERFORM flowforge._on_task_failed_for_good('dag', v_task.workflow_run_id, fail.task_run_id, v_task.task_id, v_now);
+        PERFORM flowforge._on_task_failed_for_good('dag', v_org, v_task.workflow_run_id, fail.task_run_id,
+                                                   v_task.task_id, v_now);
     ELSE
-        PERFORM flowforge._on_task_requeued('dag', v_task.workflow_run_id, fail.task_run_id, v_task.task_id, v_now);
+        PERFORM flowforge._on_task_requeued('dag', v_org, v_task.workflow_run_id, fail.task_run_id, v_task.task_id,
+                                            v_now);
     END IF;
 END;
 $$;

@@ -99,7 +99,7 @@ BEGIN
     IF v_released > 0 THEN
         FOR v_run IN SELECT DISTINCT c.workflow_run_id FROM unnest(v_done_runs) AS c(workflow_run_id)
                      ORDER BY c.workflow_run_id LOOP
-            PERFORM flowforge._tasks_ready(v_run.workflow_run_id, v_now);
+            PERFORM flowforge._tasks_ready(v_org, v_run.workflow_run_id, v_now);
         END LOOP;
     END IF;
 
@@ -125,8 +125,9 @@ BEGIN
         -- index its condition, and the state test is written so that no index on
         -- state can serve it (with few rows analysed, a bitmap AND of the tenant
         -- and state indexes looked cheaper and read every running run). A task
-        -- that was running belongs to a running run; the test stays as a guard.
-        WHERE r.id = ANY (v_done_runs) AND r.id = f.id AND (r.state = 'running') IS TRUE
+        -- that was running belongs to a running run; the test stays as a guard. The
+        -- organization completes the primary key (id, organization_id): one shard under Citus.
+        WHERE r.id = ANY (v_done_runs) AND r.organization_id = v_org AND r.id = f.id AND (r.state = 'running') IS TRUE
         RETURNING r.id, r.state, r.organization_id, r.tasks_failed
     ), ended AS (
         UPDATE flowforge.engine_run e SET ended_at = greatest(v_now, e.created_at)

@@ -16,65 +16,67 @@
 -- checkpoint) reports to its fan-out, whichever engine owns the run; the
 -- worker protocol names it so when it reads the item (_unit_kind).
 --
--- Arguments: the engine kind, the run, the unit of work (a task_run id for a
--- DAG task, a work_item id otherwise), the definition node it instantiates (a
--- task row), and the transaction time. They are called with the run already
+-- Arguments: the engine kind, the organization the run belongs to (every
+-- statement below filters on it, so under Citus each is a router query to
+-- the node holding the tenant — docs/scale.md §6), the run, the unit of work
+-- (a task_run id for a DAG task, a work_item id otherwise), the definition
+-- node it instantiates (a task row), and the transaction time. They are called with the run already
 -- locked (lock order: the run — workflow_run for a DAG, the directory row for
 -- the work-item engines — then its units).
 
-CREATE OR REPLACE FUNCTION flowforge._on_task_succeeded(p_engine text, p_run_id uuid, p_unit_id uuid, p_node_id uuid,
-                                                        p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._on_task_succeeded(p_engine text, p_org uuid, p_run_id uuid, p_unit_id uuid,
+                                                        p_node_id uuid, p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     CASE p_engine
-        WHEN 'dag' THEN PERFORM flowforge._dag_task_succeeded(p_run_id, p_node_id, p_now);
-        WHEN 'graph' THEN PERFORM flowforge._graph_item_succeeded(p_run_id, p_unit_id, p_now);
-        WHEN 'statemachine' THEN PERFORM flowforge._machine_item_succeeded(p_run_id, p_unit_id, p_now);
+        WHEN 'dag' THEN PERFORM flowforge._dag_task_succeeded(p_org, p_run_id, p_node_id, p_now);
+        WHEN 'graph' THEN PERFORM flowforge._graph_item_succeeded(p_org, p_run_id, p_unit_id, p_now);
+        WHEN 'statemachine' THEN PERFORM flowforge._machine_item_succeeded(p_org, p_run_id, p_unit_id, p_now);
         -- A fan-out child's fate is its fan-out's, whatever engine owns the run.
-        WHEN 'fanout' THEN PERFORM flowforge._fanout_child_settled(p_unit_id, true, p_now);
+        WHEN 'fanout' THEN PERFORM flowforge._fanout_child_settled(p_org, p_unit_id, true, p_now);
     END CASE;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._on_task_succeeded(text, uuid, uuid, uuid, timestamptz) IS
-  'Internal hook: a unit of work of run p_run_id succeeded (its row and event are written). dag: release dependents, '
-  'settle the run.';
+COMMENT ON FUNCTION flowforge._on_task_succeeded(text, uuid, uuid, uuid, uuid, timestamptz) IS
+  'Internal hook: a unit of work of run p_run_id (organization p_org) succeeded (its row and event are written). '
+  'dag: release dependents, settle the run.';
 
-CREATE OR REPLACE FUNCTION flowforge._on_task_failed_for_good(p_engine text, p_run_id uuid, p_unit_id uuid,
-                                                              p_node_id uuid, p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._on_task_failed_for_good(p_engine text, p_org uuid, p_run_id uuid,
+                                                              p_unit_id uuid, p_node_id uuid, p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     CASE p_engine
-        WHEN 'dag' THEN PERFORM flowforge._dag_task_failed_for_good(p_run_id, p_node_id, p_now);
-        WHEN 'graph' THEN PERFORM flowforge._graph_item_failed(p_run_id, p_unit_id, p_now);
-        WHEN 'statemachine' THEN PERFORM flowforge._machine_item_failed(p_run_id, p_unit_id, p_now);
-        WHEN 'fanout' THEN PERFORM flowforge._fanout_child_settled(p_unit_id, false, p_now);
+        WHEN 'dag' THEN PERFORM flowforge._dag_task_failed_for_good(p_org, p_run_id, p_node_id, p_now);
+        WHEN 'graph' THEN PERFORM flowforge._graph_item_failed(p_org, p_run_id, p_unit_id, p_now);
+        WHEN 'statemachine' THEN PERFORM flowforge._machine_item_failed(p_org, p_run_id, p_unit_id, p_now);
+        WHEN 'fanout' THEN PERFORM flowforge._fanout_child_settled(p_org, p_unit_id, false, p_now);
     END CASE;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._on_task_failed_for_good(text, uuid, uuid, uuid, timestamptz) IS
-  'Internal hook: a unit of work of run p_run_id failed with no attempt left (fail or the reaper). dag: skip its '
-  'transitive dependents, settle the run.';
+COMMENT ON FUNCTION flowforge._on_task_failed_for_good(text, uuid, uuid, uuid, uuid, timestamptz) IS
+  'Internal hook: a unit of work of run p_run_id (organization p_org) failed with no attempt left (fail or the '
+  'reaper). dag: skip its transitive dependents, settle the run.';
 
-CREATE OR REPLACE FUNCTION flowforge._on_task_requeued(p_engine text, p_run_id uuid, p_unit_id uuid, p_node_id uuid,
-                                                       p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._on_task_requeued(p_engine text, p_org uuid, p_run_id uuid, p_unit_id uuid,
+                                                       p_node_id uuid, p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
     CASE p_engine
-        WHEN 'dag' THEN PERFORM flowforge._tasks_ready(p_run_id, p_now);
+        WHEN 'dag' THEN PERFORM flowforge._tasks_ready(p_org, p_run_id, p_now);
         -- A retried item is picked up when its backoff ends (workers poll; tick wakes nobody for it).
         WHEN 'graph', 'statemachine', 'fanout' THEN PERFORM flowforge._notify_ready();
     END CASE;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._on_task_requeued(text, uuid, uuid, uuid, timestamptz) IS
-  'Internal hook: a unit of work of run p_run_id is ready again for another attempt (fail with attempts left, a '
-  'reaped lease). dag: dispatch it if due on a push queue, wake pull workers.';
+COMMENT ON FUNCTION flowforge._on_task_requeued(text, uuid, uuid, uuid, uuid, timestamptz) IS
+  'Internal hook: a unit of work of run p_run_id (organization p_org) is ready again for another attempt (fail with '
+  'attempts left, a reaped lease). dag: dispatch it if due on a push queue, wake pull workers.';
 
 -- Run verbs: the engine that owns a run does the work.
 

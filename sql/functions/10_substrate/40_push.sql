@@ -30,8 +30,8 @@ COMMENT ON FUNCTION flowforge._push_route(uuid, text) IS
   'Internal: <database>.<organization slug>.<queue> — the default routing key of a push queue and the suffix of '
   'the AMQP queue its consumers bind (flowforge.<route>).';
 
-CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_ids uuid[], p_now timestamptz, p_holders uuid[] DEFAULT NULL,
-                                                    p_queue_holders uuid[] DEFAULT NULL)
+CREATE OR REPLACE FUNCTION flowforge._dispatch_rows(p_org uuid, p_ids uuid[], p_now timestamptz,
+                                                    p_holders uuid[] DEFAULT NULL, p_queue_holders uuid[] DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -49,8 +49,8 @@ BEGIN
             flow_token = CASE WHEN tr.id = ANY (p_holders) THEN tr.fencing_token + 1 END,
             flow_queue_slot = CASE WHEN tr.id = ANY (p_holders) THEN tr.id = ANY (p_queue_holders) END
         FROM flowforge.queue q
-        WHERE tr.id = ANY (p_ids) AND tr.state = 'ready'
-          AND q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
+        WHERE tr.id = ANY (p_ids) AND tr.organization_id = p_org AND tr.state = 'ready'
+          AND q.organization_id = p_org AND q.name = tr.queue AND q.exchange IS NOT NULL
         -- The default route (a STABLE function) is worked out below, not in RETURNING: Citus allows
         -- only immutable functions there (docs/scale.md).
         RETURNING tr.id, tr.organization_id, tr.workflow_run_id, tr.task_id, tr.task_key, tr.attempt,
@@ -66,7 +66,7 @@ BEGIN
                jsonb_build_object('task_run_id', d.id, 'fencing_token', d.fencing_token, 'attempt', d.attempt,
                                   'workflow_run_id', d.workflow_run_id, 'task_key', d.task_key,
                                   'organization_id', d.organization_id, 'database', current_database(),
-                                  'input', flowforge._task_input(d.workflow_run_id, d.task_id)),
+                                  'input', flowforge._task_input(p_org, d.workflow_run_id, d.task_id)),
                d.fencing_token, d.attempt, p_now, p_now
         FROM routed d
         ON CONFLICT ON CONSTRAINT uniq_outbox_per_taskrun_generation DO NOTHING
@@ -86,8 +86,9 @@ BEGIN
     RETURN v_written;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._dispatch_rows(uuid[], timestamptz, uuid[], uuid[]) IS
-  'Internal: claims the given locked ready task runs of push queues for dispatch (running, lease_owner dispatch, '
+COMMENT ON FUNCTION flowforge._dispatch_rows(uuid, uuid[], timestamptz, uuid[], uuid[]) IS
+  'Internal: claims the given locked ready task runs (of organization p_org: ids of another one are left alone) of '
+  'push queues for dispatch (running, lease_owner dispatch, '
   'new fencing token, dispatch lease) and writes one outbox_message per generation (event "dispatched", NOTIFY '
   'flowforge_outbox); p_holders / p_queue_holders: those _flow_pick counted in slots. Returns the number of outbox '
   'rows written.';
@@ -107,7 +108,7 @@ BEGIN
     IF v_pick.ids IS NULL THEN
         RETURN 0;
     END IF;
-    RETURN flowforge._dispatch_rows(v_pick.ids, p_now, v_pick.holders, v_pick.queue_holders);
+    RETURN flowforge._dispatch_rows(p_org, v_pick.ids, p_now, v_pick.holders, v_pick.queue_holders);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._dispatch_flow(uuid, text[], integer, timestamptz) IS
@@ -115,7 +116,7 @@ COMMENT ON FUNCTION flowforge._dispatch_flow(uuid, text[], integer, timestamptz)
   'organization p_org, as far as their limits allow; returns outbox rows written.';
 
 -- Ready, due push tasks of one run (start, dependents released, retry).
-CREATE OR REPLACE FUNCTION flowforge._dispatch_run(p_run_id uuid, p_now timestamptz) RETURNS integer
+CREATE OR REPLACE FUNCTION flowforge._dispatch_run(p_org uuid, p_run_id uuid, p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -126,25 +127,28 @@ BEGIN
     SELECT array_agg(t.id) INTO v_ids FROM (
         SELECT tr.id
         FROM flowforge.task_run tr
-        JOIN flowforge.queue q ON q.organization_id = tr.organization_id AND q.name = tr.queue AND q.exchange IS NOT NULL
-        WHERE tr.workflow_run_id = p_run_id AND tr.state = 'ready' AND tr.ready_at <= p_now
+        JOIN flowforge.queue q ON q.organization_id = p_org AND q.name = tr.queue AND q.exchange IS NOT NULL
+        WHERE tr.workflow_run_id = p_run_id AND tr.organization_id = p_org AND tr.state = 'ready'
+          AND tr.ready_at <= p_now
           AND NOT q.flow
         FOR UPDATE OF tr SKIP LOCKED) t;
     -- A push queue under flow control dispatches what its limits allow, from all its ready work.
-    SELECT coalesce(sum(flowforge._dispatch_flow(f.organization_id, ARRAY[f.queue], 1000, p_now)), 0) INTO v_flow
-    FROM (SELECT DISTINCT tr.organization_id, tr.queue::text AS queue
+    SELECT coalesce(sum(flowforge._dispatch_flow(p_org, ARRAY[f.queue], 1000, p_now)), 0) INTO v_flow
+    FROM (SELECT DISTINCT tr.queue::text AS queue
           FROM flowforge.task_run tr
-          JOIN flowforge.queue q ON q.organization_id = tr.organization_id AND q.name = tr.queue
+          JOIN flowforge.queue q ON q.organization_id = p_org AND q.name = tr.queue
                                 AND q.exchange IS NOT NULL AND q.flow
-          WHERE tr.workflow_run_id = p_run_id AND tr.state = 'ready' AND tr.ready_at <= p_now) f;
+          WHERE tr.workflow_run_id = p_run_id AND tr.organization_id = p_org AND tr.state = 'ready'
+            AND tr.ready_at <= p_now) f;
     IF v_ids IS NULL THEN
         RETURN v_flow;
     END IF;
-    RETURN v_flow + flowforge._dispatch_rows(v_ids, p_now);
+    RETURN v_flow + flowforge._dispatch_rows(p_org, v_ids, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._dispatch_run(uuid, timestamptz) IS
-  'Internal: dispatches the ready, due task runs of one run that belong to push queues; returns outbox rows written.';
+COMMENT ON FUNCTION flowforge._dispatch_run(uuid, uuid, timestamptz) IS
+  'Internal: dispatches the ready, due task runs of run p_run_id of organization p_org that belong to push queues '
+  '(every statement filters on p_org); returns outbox rows written.';
 
 -- Ready, due push tasks of every organization (tick, a queue turned push).
 CREATE OR REPLACE FUNCTION flowforge._dispatch_due(p_limit integer, p_now timestamptz, p_orgs uuid[] DEFAULT NULL)
@@ -154,10 +158,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_ids uuid[];
+    v_id_orgs uuid[];
     v_flow integer;
 BEGIN
-    SELECT array_agg(c.id) INTO v_ids FROM (
-        SELECT due.id
+    SELECT array_agg(c.id), array_agg(c.organization_id) INTO v_ids, v_id_orgs FROM (
+        SELECT due.id, q.organization_id
         FROM flowforge.queue q
         CROSS JOIN LATERAL (
             SELECT tr.id FROM flowforge.task_run tr
@@ -175,7 +180,10 @@ BEGIN
     IF v_ids IS NULL THEN
         RETURN v_flow;
     END IF;
-    RETURN v_flow + flowforge._dispatch_rows(v_ids, p_now);
+    -- Dispatched one organization at a time: each _dispatch_rows statement stays in one tenant.
+    RETURN v_flow + (SELECT coalesce(sum(flowforge._dispatch_rows(o.org, o.ids, p_now)), 0)
+                     FROM (SELECT x.org, array_agg(x.id) AS ids FROM unnest(v_ids, v_id_orgs) AS x(id, org)
+                           GROUP BY x.org) o);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._dispatch_due(integer, timestamptz, uuid[]) IS

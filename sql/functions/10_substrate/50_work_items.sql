@@ -287,8 +287,8 @@ BEGIN
     PERFORM flowforge._append_events(v_org, v_item.run_id, 'completed', ARRAY[NULL::uuid], ARRAY['dispatched'],
                                      ARRAY['completed'], ARRAY[complete_work.fencing_token], ARRAY[v_item.retry_count + 1],
                                      ARRAY[NULL::jsonb], v_now, ARRAY[complete_work.work_item_id]);
-    PERFORM flowforge._on_task_succeeded(v_item.engine_kind, v_item.run_id, complete_work.work_item_id, v_item.task_id,
-                                         v_now);
+    PERFORM flowforge._on_task_succeeded(v_item.engine_kind, v_org, v_item.run_id, complete_work.work_item_id,
+                                         v_item.task_id, v_now);
 END;
 $$;
 COMMENT ON FUNCTION flowforge.complete_work(uuid, bigint, jsonb) IS
@@ -349,11 +349,11 @@ BEGIN
                       ELSE '{}' END],
         v_now, ARRAY[fail_work.work_item_id]);
     IF v_item.status = 'failed' THEN
-        PERFORM flowforge._on_task_failed_for_good(v_item.engine_kind, v_item.run_id, fail_work.work_item_id,
+        PERFORM flowforge._on_task_failed_for_good(v_item.engine_kind, v_org, v_item.run_id, fail_work.work_item_id,
                                                    v_item.task_id, v_now);
     ELSE
-        PERFORM flowforge._on_task_requeued(v_item.engine_kind, v_item.run_id, fail_work.work_item_id, v_item.task_id,
-                                            v_now);
+        PERFORM flowforge._on_task_requeued(v_item.engine_kind, v_org, v_item.run_id, fail_work.work_item_id,
+                                            v_item.task_id, v_now);
     END IF;
 END;
 $$;

@@ -90,7 +90,7 @@ BEGIN
             parent_task_run_id = p_parent_task_run_id, parent_work_item_id = p_parent_work_item_id,
             updated_at = p_now, updated_by = flowforge._principal()
         WHERE c.id = v_checkpoint.id AND c.organization_id = p_org;
-        PERFORM flowforge._fanout_progress(v_checkpoint.id, p_now);
+        PERFORM flowforge._fanout_progress(p_org, v_checkpoint.id, p_now);
         RETURN NULL;
     END IF;
 
@@ -140,7 +140,7 @@ BEGIN
     SELECT p_org, v_checkpoint.id, ((e.n - 1) / flowforge._fanout_page_size())::integer, jsonb_agg(e.element ORDER BY e.n)
     FROM jsonb_array_elements(v_found -> 0) WITH ORDINALITY AS e(element, n)
     GROUP BY (e.n - 1) / flowforge._fanout_page_size();
-    PERFORM flowforge._fanout_progress(v_checkpoint.id, p_now);
+    PERFORM flowforge._fanout_progress(p_org, v_checkpoint.id, p_now);
     RETURN NULL;
 END;
 $$;
@@ -151,7 +151,8 @@ COMMENT ON FUNCTION flowforge._fanout_begin(uuid, text, uuid, uuid, uuid, uuid, 
   'finished, else the reason it cannot fan out (not an array, over max_fanout_items): nothing was written.';
 
 -- Dispatch children up to the bound, or finish when every element settled.
-CREATE OR REPLACE FUNCTION flowforge._fanout_progress(p_checkpoint_id uuid, p_now timestamptz) RETURNS void
+CREATE OR REPLACE FUNCTION flowforge._fanout_progress(p_org uuid, p_checkpoint_id uuid, p_now timestamptz)
+RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -165,14 +166,14 @@ DECLARE
 BEGIN
     SELECT c.*, t.key, t.affinity, w.name AS definition INTO STRICT v_cp
     FROM flowforge.checkpoint c
-    JOIN flowforge.task t ON t.id = c.task_id
-    JOIN flowforge.workflow w ON w.id = c.definition_id
-    WHERE c.id = p_checkpoint_id;
+    JOIN flowforge.task t ON t.id = c.task_id AND t.organization_id = p_org
+    JOIN flowforge.workflow w ON w.id = c.definition_id AND w.organization_id = p_org
+    WHERE c.id = p_checkpoint_id AND c.organization_id = p_org;
     IF v_cp.done THEN
         RETURN;
     END IF;
     IF v_cp.idx = v_cp.total THEN
-        PERFORM flowforge._fanout_finish(p_checkpoint_id, p_now);
+        PERFORM flowforge._fanout_finish(p_org, p_checkpoint_id, p_now);
         RETURN;
     END IF;
     v_cursor := v_cp.cursor;
@@ -182,12 +183,13 @@ BEGIN
         IF v_cp.succeeded = 0 OR NOT EXISTS (
             SELECT 1 FROM flowforge.work_item w
             WHERE w.checkpoint_id = p_checkpoint_id AND w.checkpoint_generation = v_cp.generation
-              AND w.item_index = v_cursor AND w.status = 'completed') THEN
+              AND w.item_index = v_cursor AND w.status = 'completed' AND w.organization_id = p_org) THEN
             SELECT p.elements -> (v_cursor % c_page)::integer INTO STRICT v_element
             FROM flowforge.checkpoint_page p
-            WHERE p.checkpoint_id = p_checkpoint_id AND p.page = (v_cursor / c_page)::integer;
+            WHERE p.checkpoint_id = p_checkpoint_id AND p.page = (v_cursor / c_page)::integer
+              AND p.organization_id = p_org;
             v_payload := jsonb_build_object('item', v_element, 'index', v_cursor, 'input', v_cp.child_input);
-            PERFORM flowforge._enqueue_work(v_cp.organization_id, v_cp.engine_kind, v_cp.run_id, v_cp.task_id,
+            PERFORM flowforge._enqueue_work(p_org, v_cp.engine_kind, v_cp.run_id, v_cp.task_id,
                 v_cp.key, v_payload, flowforge._affinity_key(v_cp.affinity, v_cp.run_id, v_cp.definition, v_payload),
                 p_now, v_cp.parent_work_item_id, p_checkpoint_id, v_cp.generation, v_cursor::integer);
             v_slots := v_slots - 1;
@@ -197,17 +199,17 @@ BEGIN
     END LOOP;
     UPDATE flowforge.checkpoint c
     SET cursor = v_cursor, live = c.live + v_started, updated_at = p_now
-    WHERE c.id = p_checkpoint_id;
+    WHERE c.id = p_checkpoint_id AND c.organization_id = p_org;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fanout_progress(uuid, timestamptz) IS
-  'Internal: a fan-out moves on — when every element has settled it finishes; otherwise children are created from '
+COMMENT ON FUNCTION flowforge._fanout_progress(uuid, uuid, timestamptz) IS
+  'Internal: a fan-out (checkpoint p_checkpoint_id of organization p_org) moves on — when every element has settled it finishes; otherwise children are created from '
   'the cursor (payload {"item", "index", "input"}; elements that already succeeded are skipped) until '
   'max_concurrency are live or the elements run out.';
 
 -- A child ended for good: count it, then fail the node (too many failures),
 -- finish it (the last element) or start the next child.
-CREATE OR REPLACE FUNCTION flowforge._fanout_child_settled(p_work_item_id uuid, p_succeeded boolean,
+CREATE OR REPLACE FUNCTION flowforge._fanout_child_settled(p_org uuid, p_work_item_id uuid, p_succeeded boolean,
                                                            p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -217,19 +219,20 @@ DECLARE
     v_cp record;
 BEGIN
     SELECT w.checkpoint_id, w.checkpoint_generation, w.item_index, w.error, w.retry_count INTO STRICT v_item
-    FROM flowforge.work_item w WHERE w.id = p_work_item_id;
+    FROM flowforge.work_item w WHERE w.id = p_work_item_id AND w.organization_id = p_org;
     UPDATE flowforge.checkpoint c
     SET live = c.live - 1, idx = c.idx + 1,
         succeeded = c.succeeded + CASE WHEN p_succeeded THEN 1 ELSE 0 END,
         failed = c.failed + CASE WHEN p_succeeded THEN 0 ELSE 1 END,
         updated_at = p_now
-    WHERE c.id = v_item.checkpoint_id AND c.generation = v_item.checkpoint_generation AND NOT c.done
+    WHERE c.id = v_item.checkpoint_id AND c.organization_id = p_org AND c.generation = v_item.checkpoint_generation
+      AND NOT c.done
     RETURNING c.id, c.failed, c.tolerated_failures INTO v_cp;
     IF NOT FOUND THEN
         RETURN;  -- the fan-out already ended (failed, cancelled) or moved to a new generation
     END IF;
     IF NOT p_succeeded AND v_cp.tolerated_failures IS NOT NULL AND v_cp.failed > v_cp.tolerated_failures THEN
-        PERFORM flowforge._fanout_fail(v_cp.id,
+        PERFORM flowforge._fanout_fail(p_org, v_cp.id,
             format('element %s failed after %s attempt(s)%s: %s', v_item.item_index, v_item.retry_count + 1,
                    CASE WHEN v_cp.tolerated_failures > 0 THEN format(' (failures: %s, tolerated: %s)', v_cp.failed,
                                                                       v_cp.tolerated_failures) ELSE '' END,
@@ -237,18 +240,19 @@ BEGIN
             p_now);
         RETURN;
     END IF;
-    PERFORM flowforge._fanout_progress(v_cp.id, p_now);
+    PERFORM flowforge._fanout_progress(p_org, v_cp.id, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fanout_child_settled(uuid, boolean, timestamptz) IS
-  'Internal: fan-out child p_work_item_id succeeded or failed for good — the checkpoint counts it (live - 1, idx + 1); '
+COMMENT ON FUNCTION flowforge._fanout_child_settled(uuid, uuid, boolean, timestamptz) IS
+  'Internal: fan-out child p_work_item_id (organization p_org) succeeded or failed for good — the checkpoint counts it (live - 1, idx + 1); '
   'more failures than tolerated fail the node (its live children cancelled); otherwise the fan-out progresses (the '
   'next child, or the node''s completion after the last element).';
 
 -- The node's output, once every element settled: the children's outputs in
 -- element order (map; a failed element holds null) or the counts (foreach).
 -- A map output over the payload limit is passed by reference.
-CREATE OR REPLACE FUNCTION flowforge._fanout_finish(p_checkpoint_id uuid, p_now timestamptz) RETURNS void
+CREATE OR REPLACE FUNCTION flowforge._fanout_finish(p_org uuid, p_checkpoint_id uuid, p_now timestamptz)
+RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -256,7 +260,8 @@ DECLARE
     v_output jsonb;
     v_by_reference boolean := false;
 BEGIN
-    SELECT c.* INTO STRICT v_cp FROM flowforge.checkpoint c WHERE c.id = p_checkpoint_id;
+    SELECT c.* INTO STRICT v_cp FROM flowforge.checkpoint c
+    WHERE c.id = p_checkpoint_id AND c.organization_id = p_org;
     IF v_cp.iterator_type = 'foreach' THEN
         v_output := jsonb_build_object('count', v_cp.total, 'succeeded', v_cp.succeeded, 'failed', v_cp.failed);
     ELSE
@@ -267,14 +272,14 @@ BEGIN
                                   + 4 * (v_cp.total - count(*)) + 2 * greatest(v_cp.total - 1, 0)
                            FROM flowforge.work_item w
                            WHERE w.checkpoint_id = p_checkpoint_id AND w.checkpoint_generation = v_cp.generation
-                             AND w.status = 'completed')
+                             AND w.status = 'completed' AND w.organization_id = p_org)
                           > (SELECT s.max_payload_bytes FROM flowforge.setting s);
         IF NOT v_by_reference THEN
             SELECT coalesce(jsonb_agg(w.output ORDER BY g.i), '[]') INTO v_output
             FROM generate_series(0, v_cp.total - 1) AS g(i)
             LEFT JOIN flowforge.work_item w
                    ON w.checkpoint_id = p_checkpoint_id AND w.checkpoint_generation = v_cp.generation
-                  AND w.item_index = g.i AND w.status = 'completed';
+                  AND w.item_index = g.i AND w.status = 'completed' AND w.organization_id = p_org;
         END IF;
         IF v_by_reference THEN
             v_output := jsonb_build_object('fan_out', jsonb_build_object(
@@ -285,53 +290,54 @@ BEGIN
     END IF;
     UPDATE flowforge.checkpoint c
     SET done = true, outcome = 'succeeded', output_by_reference = v_by_reference, updated_at = p_now
-    WHERE c.id = p_checkpoint_id;
-    PERFORM flowforge._fanout_parent_done(p_checkpoint_id, v_output, NULL, p_now);
+    WHERE c.id = p_checkpoint_id AND c.organization_id = p_org;
+    PERFORM flowforge._fanout_parent_done(p_org, p_checkpoint_id, v_output, NULL, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fanout_finish(uuid, timestamptz) IS
-  'Internal: every element of a fan-out settled — the checkpoint is done, and the node completes with the children''s '
+COMMENT ON FUNCTION flowforge._fanout_finish(uuid, uuid, timestamptz) IS
+  'Internal: every element of a fan-out (checkpoint p_checkpoint_id of organization p_org) settled — the checkpoint is done, and the node completes with the children''s '
   'outputs in element order (map: failed elements null; over max_payload_bytes, a reference read with '
   'fan_out_output) or {"count", "succeeded", "failed"} (foreach).';
 
-CREATE OR REPLACE FUNCTION flowforge._fanout_fail(p_checkpoint_id uuid, p_error text, p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._fanout_fail(p_org uuid, p_checkpoint_id uuid, p_error text, p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    PERFORM flowforge._fanout_cancel_children(p_checkpoint_id, p_now);
+    PERFORM flowforge._fanout_cancel_children(p_org, p_checkpoint_id, p_now);
     UPDATE flowforge.checkpoint c
     SET done = true, outcome = 'failed', live = 0, error = p_error, updated_at = p_now
-    WHERE c.id = p_checkpoint_id;
-    PERFORM flowforge._fanout_parent_done(p_checkpoint_id, NULL, p_error, p_now);
+    WHERE c.id = p_checkpoint_id AND c.organization_id = p_org;
+    PERFORM flowforge._fanout_parent_done(p_org, p_checkpoint_id, NULL, p_error, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fanout_fail(uuid, text, timestamptz) IS
-  'Internal: a fan-out fails — its live children cancelled (their holders refused FF004), the checkpoint done with '
+COMMENT ON FUNCTION flowforge._fanout_fail(uuid, uuid, text, timestamptz) IS
+  'Internal: a fan-out (checkpoint p_checkpoint_id of organization p_org) fails — its live children cancelled (their holders refused FF004), the checkpoint done with '
   'the error, the node failed for good with it.';
 
 -- Cancel a fan-out's live children: holders of a dispatched one lose their token.
-CREATE OR REPLACE FUNCTION flowforge._fanout_cancel_children(p_checkpoint_id uuid, p_now timestamptz) RETURNS integer
+CREATE OR REPLACE FUNCTION flowforge._fanout_cancel_children(p_org uuid, p_checkpoint_id uuid, p_now timestamptz)
+RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_org uuid;
     v_run uuid;
     v_ids uuid[];
     v_from text[];
     v_tokens bigint[];
     v_attempts integer[];
 BEGIN
-    SELECT c.organization_id, c.run_id INTO STRICT v_org, v_run FROM flowforge.checkpoint c WHERE c.id = p_checkpoint_id;
+    SELECT c.run_id INTO STRICT v_run FROM flowforge.checkpoint c
+    WHERE c.id = p_checkpoint_id AND c.organization_id = p_org;
     WITH open AS MATERIALIZED (
         SELECT w.id, w.status AS from_status FROM flowforge.work_item w
-        WHERE w.checkpoint_id = p_checkpoint_id AND w.status IN ('pending', 'dispatched')
+        WHERE w.checkpoint_id = p_checkpoint_id AND w.organization_id = p_org AND w.status IN ('pending', 'dispatched')
         FOR UPDATE
     ), cancelled AS (
         UPDATE flowforge.work_item w
         SET status = 'cancelled', completed_at = greatest(p_now, w.dispatched_at), lease_expires_at = NULL,
             fencing_token = CASE WHEN o.from_status = 'dispatched' THEN w.fencing_token + 1 ELSE w.fencing_token END
-        FROM open o WHERE w.id = o.id
+        FROM open o WHERE w.id = o.id AND w.organization_id = p_org
         RETURNING w.id, o.from_status, w.fencing_token, w.retry_count
     )
     SELECT array_agg(x.id), array_agg(x.from_status::text), array_agg(x.fencing_token), array_agg(x.retry_count + 1)
@@ -340,14 +346,15 @@ BEGIN
     IF v_ids IS NULL THEN
         RETURN 0;
     END IF;
-    PERFORM flowforge._append_events(v_org, v_run, 'cancelled', array_fill(NULL::uuid, ARRAY[cardinality(v_ids)]),
+    PERFORM flowforge._append_events(p_org, v_run, 'cancelled', array_fill(NULL::uuid, ARRAY[cardinality(v_ids)]),
         v_from, array_fill('cancelled'::text, ARRAY[cardinality(v_ids)]), v_tokens, v_attempts,
         array_fill(NULL::jsonb, ARRAY[cardinality(v_ids)]), p_now, v_ids);
     RETURN cardinality(v_ids);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fanout_cancel_children(uuid, timestamptz) IS
-  'Internal: cancels the pending and dispatched children of a fan-out (a dispatched one''s fencing token moves on); '
+COMMENT ON FUNCTION flowforge._fanout_cancel_children(uuid, uuid, timestamptz) IS
+  'Internal: cancels the pending and dispatched children of a fan-out (checkpoint p_checkpoint_id of organization '
+  'p_org) (a dispatched one''s fencing token moves on); '
   'event cancelled per child. Returns how many.';
 
 -- The run was cancelled: its fan-outs stop where they are (a retry resumes them).
@@ -365,8 +372,8 @@ COMMENT ON FUNCTION flowforge._fanout_run_cancelled(uuid, uuid, timestamptz) IS
   'cancelled, their succeeded elements kept for a retry.';
 
 -- The fanning unit ends as its fan-out did, through its engine's own hooks.
-CREATE OR REPLACE FUNCTION flowforge._fanout_parent_done(p_checkpoint_id uuid, p_output jsonb, p_error text,
-                                                         p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._fanout_parent_done(p_org uuid, p_checkpoint_id uuid, p_output jsonb,
+                                                         p_error text, p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -377,7 +384,7 @@ DECLARE
 BEGIN
     SELECT c.organization_id, c.run_id, c.engine_kind, c.task_id, c.parent_task_run_id, c.parent_work_item_id,
            c.total, c.succeeded, c.failed
-    INTO STRICT v_cp FROM flowforge.checkpoint c WHERE c.id = p_checkpoint_id;
+    INTO STRICT v_cp FROM flowforge.checkpoint c WHERE c.id = p_checkpoint_id AND c.organization_id = p_org;
     v_detail := jsonb_build_object('fan_out', jsonb_build_object('count', v_cp.total, 'succeeded', v_cp.succeeded,
                                                                  'failed', v_cp.failed))
                 || CASE WHEN p_error IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', left(p_error, 1000)) END;
@@ -385,7 +392,7 @@ BEGIN
         UPDATE flowforge.task_run tr
         SET state = CASE WHEN p_error IS NULL THEN 'succeeded' ELSE 'failed' END, output = p_output, error = p_error,
             finished_at = greatest(p_now, tr.started_at), lease_expires_at = NULL
-        WHERE tr.id = v_cp.parent_task_run_id AND tr.state = 'running'
+        WHERE tr.id = v_cp.parent_task_run_id AND tr.organization_id = p_org AND tr.state = 'running'
         RETURNING tr.fencing_token, tr.attempt INTO v_unit;
         IF NOT FOUND THEN
             RETURN;
@@ -395,15 +402,17 @@ BEGIN
             ARRAY['running'], ARRAY[CASE WHEN p_error IS NULL THEN 'succeeded' ELSE 'failed' END],
             ARRAY[v_unit.fencing_token], ARRAY[v_unit.attempt], ARRAY[v_detail], p_now);
         IF p_error IS NULL THEN
-            PERFORM flowforge._on_task_succeeded('dag', v_cp.run_id, v_cp.parent_task_run_id, v_cp.task_id, p_now);
+            PERFORM flowforge._on_task_succeeded('dag', p_org, v_cp.run_id, v_cp.parent_task_run_id, v_cp.task_id,
+                                                 p_now);
         ELSE
-            PERFORM flowforge._on_task_failed_for_good('dag', v_cp.run_id, v_cp.parent_task_run_id, v_cp.task_id, p_now);
+            PERFORM flowforge._on_task_failed_for_good('dag', p_org, v_cp.run_id, v_cp.parent_task_run_id,
+                                                       v_cp.task_id, p_now);
         END IF;
     ELSE
         UPDATE flowforge.work_item w
         SET status = CASE WHEN p_error IS NULL THEN 'completed' ELSE 'failed' END, output = p_output, error = p_error,
             completed_at = greatest(p_now, w.dispatched_at), lease_expires_at = NULL
-        WHERE w.id = v_cp.parent_work_item_id AND w.status = 'dispatched'
+        WHERE w.id = v_cp.parent_work_item_id AND w.organization_id = p_org AND w.status = 'dispatched'
         RETURNING w.fencing_token, w.retry_count INTO v_unit;
         IF NOT FOUND THEN
             RETURN;
@@ -413,23 +422,24 @@ BEGIN
             ARRAY[CASE WHEN p_error IS NULL THEN 'completed' ELSE 'failed' END], ARRAY[v_unit.fencing_token],
             ARRAY[v_unit.retry_count + 1], ARRAY[v_detail], p_now, ARRAY[v_cp.parent_work_item_id]);
         IF p_error IS NULL THEN
-            PERFORM flowforge._on_task_succeeded(v_cp.engine_kind, v_cp.run_id, v_cp.parent_work_item_id, v_cp.task_id,
-                                                 p_now);
+            PERFORM flowforge._on_task_succeeded(v_cp.engine_kind, p_org, v_cp.run_id, v_cp.parent_work_item_id,
+                                                 v_cp.task_id, p_now);
         ELSE
-            PERFORM flowforge._on_task_failed_for_good(v_cp.engine_kind, v_cp.run_id, v_cp.parent_work_item_id,
+            PERFORM flowforge._on_task_failed_for_good(v_cp.engine_kind, p_org, v_cp.run_id, v_cp.parent_work_item_id,
                                                        v_cp.task_id, p_now);
         END IF;
     END IF;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fanout_parent_done(uuid, jsonb, text, timestamptz) IS
-  'Internal: the fanning unit of a checkpoint (a DAG task run, or a graph visit''s own work item) completes with '
+COMMENT ON FUNCTION flowforge._fanout_parent_done(uuid, uuid, jsonb, text, timestamptz) IS
+  'Internal: the fanning unit of checkpoint p_checkpoint_id (organization p_org) (a DAG task run, or a graph visit''s own work item) completes with '
   'p_output or fails for good with p_error, with its event (detail fan_out {count, succeeded, failed}), and its '
   'engine reacts through the usual hooks (dependents released, the next edge taken, or the failure handled).';
 
 -- Hand a unit to the engine while its children run: running / dispatched,
 -- held by nobody a worker could be, under a lease that never expires.
-CREATE OR REPLACE FUNCTION flowforge._fanout_hold_task_run(p_task_run_id uuid, p_now timestamptz) RETURNS boolean
+CREATE OR REPLACE FUNCTION flowforge._fanout_hold_task_run(p_org uuid, p_task_run_id uuid, p_now timestamptz)
+RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -438,7 +448,7 @@ BEGIN
     UPDATE flowforge.task_run tr
     SET state = 'running', fencing_token = tr.fencing_token + 1, lease_owner = flowforge._fanout_holder(),
         lease_expires_at = 'infinity', started_at = p_now
-    WHERE tr.id = p_task_run_id AND tr.state = 'ready'
+    WHERE tr.id = p_task_run_id AND tr.organization_id = p_org AND tr.state = 'ready'
     RETURNING tr.organization_id, tr.workflow_run_id, tr.fencing_token, tr.attempt INTO v_unit;
     IF NOT FOUND THEN
         RETURN false;
@@ -449,11 +459,12 @@ BEGIN
     RETURN true;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fanout_hold_task_run(uuid, timestamptz) IS
-  'Internal: a ready fanning DAG task run becomes running under holder flowforge:fan-out with a lease that never '
+COMMENT ON FUNCTION flowforge._fanout_hold_task_run(uuid, uuid, timestamptz) IS
+  'Internal: a ready fanning DAG task run of organization p_org becomes running under holder flowforge:fan-out with a lease that never '
   'expires and a new fencing token nobody holds; event fanned_out. False when it was not ready (already taken).';
 
-CREATE OR REPLACE FUNCTION flowforge._fanout_hold_work_item(p_work_item_id uuid, p_now timestamptz) RETURNS void
+CREATE OR REPLACE FUNCTION flowforge._fanout_hold_work_item(p_org uuid, p_work_item_id uuid, p_now timestamptz)
+RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -462,13 +473,13 @@ BEGIN
     UPDATE flowforge.work_item w
     SET status = 'dispatched', fencing_token = w.fencing_token + 1, agent_id = flowforge._fanout_holder(),
         leased_by = flowforge._fanout_holder(), dispatched_at = p_now, lease_expires_at = 'infinity'
-    WHERE w.id = p_work_item_id AND w.status = 'pending'
+    WHERE w.id = p_work_item_id AND w.organization_id = p_org AND w.status = 'pending'
     RETURNING w.organization_id, w.run_id, w.fencing_token, w.retry_count INTO STRICT v_unit;
     PERFORM flowforge._append_events(v_unit.organization_id, v_unit.run_id, 'fanned_out', ARRAY[NULL::uuid],
         ARRAY['pending'], ARRAY['dispatched'], ARRAY[v_unit.fencing_token], ARRAY[v_unit.retry_count + 1],
         ARRAY[jsonb_build_object('holder', flowforge._fanout_holder())], p_now, ARRAY[p_work_item_id]);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fanout_hold_work_item(uuid, timestamptz) IS
-  'Internal: a fanning graph visit''s own work item becomes dispatched to holder flowforge:fan-out with a lease that '
+COMMENT ON FUNCTION flowforge._fanout_hold_work_item(uuid, uuid, timestamptz) IS
+  'Internal: a fanning graph visit''s own work item (organization p_org) becomes dispatched to holder flowforge:fan-out with a lease that '
   'never expires and a new fencing token nobody holds; event fanned_out.';

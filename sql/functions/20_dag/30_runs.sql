@@ -52,7 +52,7 @@ BEGIN
         array_fill(0::bigint, ARRAY[cardinality(v_ids)]), array_fill(1, ARRAY[cardinality(v_ids)]),
         array_fill(NULL::jsonb, ARRAY[cardinality(v_ids)]), p_now);
     IF 'ready' = ANY (v_states) THEN
-        PERFORM flowforge._tasks_ready(p_run_id, p_now);
+        PERFORM flowforge._tasks_ready(p_org, p_run_id, p_now);
     END IF;
 END;
 $$;
@@ -134,7 +134,7 @@ BEGIN
         RETURN;
     END IF;
     FOREACH v_run IN ARRAY v_ready_runs LOOP
-        PERFORM flowforge._tasks_ready(v_run, p_now);
+        PERFORM flowforge._tasks_ready(p_org, v_run, p_now);
     END LOOP;
 END;
 $$;
@@ -278,7 +278,7 @@ BEGIN
         ARRAY['running'], ARRAY[NULL::bigint], ARRAY[NULL::integer],
         ARRAY[jsonb_build_object('tasks', coalesce(cardinality(v_ids), 0), 'actor', session_user::text)], p_now);
     IF 'ready' = ANY (v_to) THEN
-        PERFORM flowforge._tasks_ready(p_run_id, p_now);
+        PERFORM flowforge._tasks_ready(p_org, p_run_id, p_now);
     END IF;
 END;
 $$;

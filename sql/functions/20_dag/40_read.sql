@@ -20,14 +20,15 @@ BEGIN
                                      'depends_on', (SELECT coalesce(jsonb_agg(up.key ORDER BY up.key), '[]'::jsonb)
                                                     FROM flowforge.task_dependency td
                                                     JOIN flowforge.task up ON up.id = td.depends_on_task_id
-                                                    WHERE td.task_id = tr.task_id),
+                                                                          AND up.organization_id = p_org
+                                                    WHERE td.task_id = tr.task_id AND td.organization_id = p_org),
                                      'started_at', tr.started_at, 'finished_at', tr.finished_at,
                                      'fan_out', CASE WHEN tr.fans_out
                                                      THEN flowforge._fanout_detail(p_org, r.id, tr.task_key) END)
                                  ORDER BY tr.created_at, tr.task_key), '[]'::jsonb)
-                             FROM flowforge.task_run tr WHERE tr.workflow_run_id = r.id))
+                             FROM flowforge.task_run tr WHERE tr.workflow_run_id = r.id AND tr.organization_id = p_org))
         FROM flowforge.workflow_run r
-        JOIN flowforge.workflow w ON w.id = r.workflow_id
+        JOIN flowforge.workflow w ON w.id = r.workflow_id AND w.organization_id = p_org
         WHERE r.id = p_run_id AND r.organization_id = p_org);
 END;
 $$;

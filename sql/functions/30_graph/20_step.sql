@@ -97,7 +97,8 @@ COMMENT ON FUNCTION flowforge._graph_enter(uuid, uuid, uuid, timestamptz) IS
 
 -- A node's work item completed: merge its output into the run's data, take
 -- the first edge whose condition holds (or that has none), enter its target.
-CREATE OR REPLACE FUNCTION flowforge._graph_item_succeeded(p_run_id uuid, p_work_item_id uuid, p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._graph_item_succeeded(p_org uuid, p_run_id uuid, p_work_item_id uuid,
+                                                           p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -108,7 +109,7 @@ DECLARE
     v_next uuid;
 BEGIN
     SELECT w.organization_id, w.task_id, w.task_name, w.output INTO STRICT v_item
-    FROM flowforge.work_item w WHERE w.id = p_work_item_id;
+    FROM flowforge.work_item w WHERE w.id = p_work_item_id AND w.organization_id = p_org;
     -- An object's top-level keys replace the data's; any other value is kept under the node's key.
     UPDATE flowforge.graph_run g
     SET state = CASE WHEN v_item.output IS NULL THEN g.state
@@ -139,26 +140,28 @@ BEGIN
     PERFORM flowforge._graph_enter(v_item.organization_id, p_run_id, v_next, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._graph_item_succeeded(uuid, uuid, timestamptz) IS
-  'Internal (graph hook): merges the completed item''s output into the run''s data (an object''s keys replace the '
+COMMENT ON FUNCTION flowforge._graph_item_succeeded(uuid, uuid, uuid, timestamptz) IS
+  'Internal (graph hook; every statement filters on organization p_org): merges the completed item''s output into the run''s data (an object''s keys replace the '
   'data''s; another value goes under the node''s key), evaluates the node''s edges in order with jsonb_path_match '
   'over {"output", "state", "visits"} and enters the first that holds; no edge: the run fails naming the node.';
 
-CREATE OR REPLACE FUNCTION flowforge._graph_item_failed(p_run_id uuid, p_work_item_id uuid, p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._graph_item_failed(p_org uuid, p_run_id uuid, p_work_item_id uuid,
+                                                        p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_item record;
 BEGIN
-    SELECT w.organization_id, w.task_name, w.error, w.retry_count INTO STRICT v_item
-    FROM flowforge.work_item w WHERE w.id = p_work_item_id;
-    PERFORM flowforge._graph_finish(v_item.organization_id, p_run_id, 'failed',
+    SELECT w.task_name, w.error, w.retry_count INTO STRICT v_item
+    FROM flowforge.work_item w WHERE w.id = p_work_item_id AND w.organization_id = p_org;
+    PERFORM flowforge._graph_finish(p_org, p_run_id, 'failed',
         format('node "%s" failed after %s attempt(s)', v_item.task_name, v_item.retry_count + 1), v_item.error, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._graph_item_failed(uuid, uuid, timestamptz) IS
-  'Internal (graph hook): a node''s work item failed for good — the run fails with the item''s error.';
+COMMENT ON FUNCTION flowforge._graph_item_failed(uuid, uuid, uuid, timestamptz) IS
+  'Internal (graph hook): a node''s work item (organization p_org) failed for good — the run fails with the item''s '
+  'error.';
 
 -- A fanning node fans out over its input (the visit is the checkpoint's
 -- generation: a node entered again fans out afresh; a retry of the same
@@ -172,19 +175,19 @@ DECLARE
     v_error text;
     v_item record;
 BEGIN
-    PERFORM flowforge._fanout_hold_work_item(p_item_id, p_now);
+    PERFORM flowforge._fanout_hold_work_item(p_org, p_item_id, p_now);
     v_error := flowforge._fanout_begin(p_org, 'graph', p_run_id, p_node_id, NULL, p_item_id, p_visit, p_input, p_now);
     IF v_error IS NULL THEN
         RETURN;
     END IF;
     UPDATE flowforge.work_item w
     SET status = 'failed', error = v_error, completed_at = greatest(p_now, w.dispatched_at), lease_expires_at = NULL
-    WHERE w.id = p_item_id
+    WHERE w.id = p_item_id AND w.organization_id = p_org
     RETURNING w.fencing_token, w.retry_count INTO STRICT v_item;
     PERFORM flowforge._append_events(p_org, p_run_id, 'failed', ARRAY[NULL::uuid], ARRAY['dispatched'], ARRAY['failed'],
         ARRAY[v_item.fencing_token], ARRAY[v_item.retry_count + 1],
         ARRAY[jsonb_build_object('error', left(v_error, 1000), 'retryable', false)], p_now, ARRAY[p_item_id]);
-    PERFORM flowforge._on_task_failed_for_good('graph', p_run_id, p_item_id, p_node_id, p_now);
+    PERFORM flowforge._on_task_failed_for_good('graph', p_org, p_run_id, p_item_id, p_node_id, p_now);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._graph_fan_out(uuid, uuid, uuid, uuid, integer, jsonb, timestamptz) IS

@@ -12,9 +12,9 @@ BEGIN
                    'created_at', g.created_at, 'started_at', g.started_at, 'finished_at', g.finished_at,
                    -- The seed's path and run_counts, read from their rows.
                    'path', (SELECT coalesce(jsonb_agg(s.node ORDER BY s.step), '[]') FROM flowforge.graph_step s
-                            WHERE s.run_id = g.run_id),
+                            WHERE s.organization_id = p_org AND s.run_id = g.run_id),
                    'run_counts', (SELECT coalesce(jsonb_object_agg(v.node, v.visits), '{}') FROM flowforge.graph_visit v
-                                  WHERE v.run_id = g.run_id),
+                                  WHERE v.organization_id = p_org AND v.run_id = g.run_id),
                    'fan_outs', (SELECT coalesce(jsonb_object_agg(c.node_name,
                                                                  flowforge._fanout_detail(p_org, g.run_id, c.node_name)),
                                                 '{}')
@@ -32,7 +32,7 @@ BEGIN
                                    WHERE x.organization_id = p_org AND x.run_id = g.run_id
                                    ORDER BY x.created_at DESC, x.id DESC LIMIT 50) i))
         FROM flowforge.graph_run g
-        JOIN flowforge.workflow w ON w.id = g.definition_id
+        JOIN flowforge.workflow w ON w.id = g.definition_id AND w.organization_id = p_org
         WHERE g.organization_id = p_org AND g.run_id = p_run_id);
 END;
 $$;

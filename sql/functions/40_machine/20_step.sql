@@ -300,7 +300,8 @@ COMMENT ON FUNCTION flowforge._machine_resume(uuid, uuid, timestamptz) IS
 
 -- The action's work item completed: an object output is merged into the
 -- context (any other value is kept under the state's name), then on_done.
-CREATE OR REPLACE FUNCTION flowforge._machine_item_succeeded(p_run_id uuid, p_work_item_id uuid, p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._machine_item_succeeded(p_org uuid, p_run_id uuid, p_work_item_id uuid,
+                                                             p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -309,7 +310,7 @@ DECLARE
     v_run record;
 BEGIN
     SELECT w.organization_id, w.output, w.task_name, w.retry_count INTO STRICT v_item
-    FROM flowforge.work_item w WHERE w.id = p_work_item_id;
+    FROM flowforge.work_item w WHERE w.id = p_work_item_id AND w.organization_id = p_org;
     UPDATE flowforge.machine_run m
     SET action_item_id = NULL,
         context = CASE WHEN v_item.output IS NULL THEN m.context
@@ -329,13 +330,15 @@ BEGIN
     PERFORM flowforge._machine_resume(v_item.organization_id, p_run_id, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._machine_item_succeeded(uuid, uuid, timestamptz) IS
-  'Internal (statemachine hook): the current action''s work item completed — its output merged into the context (an '
+COMMENT ON FUNCTION flowforge._machine_item_succeeded(uuid, uuid, uuid, timestamptz) IS
+  'Internal (statemachine hook; every statement filters on organization p_org): the current action''s work item '
+  'completed — its output merged into the context (an '
   'object''s keys replace the context''s; another value goes under the state''s name), the state''s on_done '
   'entered, then the queued events applied.';
 
 -- The action failed for good (its retries spent): on_error, or the run fails.
-CREATE OR REPLACE FUNCTION flowforge._machine_item_failed(p_run_id uuid, p_work_item_id uuid, p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._machine_item_failed(p_org uuid, p_run_id uuid, p_work_item_id uuid,
+                                                          p_now timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -344,7 +347,7 @@ DECLARE
     v_run record;
 BEGIN
     SELECT w.organization_id, w.error, w.task_name, w.retry_count INTO STRICT v_item
-    FROM flowforge.work_item w WHERE w.id = p_work_item_id;
+    FROM flowforge.work_item w WHERE w.id = p_work_item_id AND w.organization_id = p_org;
     UPDATE flowforge.machine_run m SET action_item_id = NULL
     FROM flowforge.task t
     WHERE m.organization_id = v_item.organization_id AND m.run_id = p_run_id AND m.action_item_id = p_work_item_id
@@ -368,7 +371,8 @@ BEGIN
     PERFORM flowforge._machine_resume(v_item.organization_id, p_run_id, p_now);
 END;
 $$;
-COMMENT ON FUNCTION flowforge._machine_item_failed(uuid, uuid, timestamptz) IS
-  'Internal (statemachine hook): the current action''s work item failed with no attempt left — the state''s '
+COMMENT ON FUNCTION flowforge._machine_item_failed(uuid, uuid, uuid, timestamptz) IS
+  'Internal (statemachine hook; every statement filters on organization p_org): the current action''s work item '
+  'failed with no attempt left — the state''s '
   'on_error is entered (the error in the history entry) and the queued events applied; without on_error the run '
   'fails with the error in failure.';

@@ -184,7 +184,7 @@ BEGIN
                                      v_outcome, v_error, v_fired_on, p_delivery_id, p_now);
     IF v_trigger.id IS NOT NULL AND v_outcome IN ('started', 'signalled') THEN
         UPDATE flowforge.scheduled_trigger t SET last_fired_at = greatest(coalesce(t.last_fired_at, v_fired_on), v_fired_on)
-        WHERE t.id = v_trigger.id;
+        WHERE t.id = v_trigger.id AND t.organization_id = p_org;
     END IF;
     RETURN jsonb_build_object('firing_id', v_firing_id, 'outcome', v_outcome, 'run_id', v_run_id, 'error', v_error)
            || CASE WHEN v_result IS NOT NULL THEN jsonb_build_object('signal', v_result) ELSE '{}' END;

@@ -5,13 +5,15 @@
 
 -- One expired lease: back to ready (or failed for good), its event, the
 -- engine's hook. False when the row was busy or is no longer expired.
-CREATE OR REPLACE FUNCTION flowforge._reap_one(p_task_run_id uuid, p_run_id uuid, p_now timestamptz) RETURNS boolean
+CREATE OR REPLACE FUNCTION flowforge._reap_one(p_org uuid, p_task_run_id uuid, p_run_id uuid, p_now timestamptz)
+RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_task record;
 BEGIN
-    PERFORM 1 FROM flowforge.workflow_run r WHERE r.id = p_run_id FOR NO KEY UPDATE SKIP LOCKED;
+    PERFORM 1 FROM flowforge.workflow_run r WHERE r.id = p_run_id AND r.organization_id = p_org
+    FOR NO KEY UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -37,7 +39,7 @@ BEGIN
                      WHEN tr.started_at + tr.timeout <= p_now THEN format('timed out after %s', tr.timeout)
                      ELSE format('lease expired (held by %s)', tr.lease_owner) END
     FROM flowforge.task t
-    WHERE tr.id = p_task_run_id AND t.id = tr.task_id
+    WHERE tr.id = p_task_run_id AND tr.organization_id = p_org AND t.id = tr.task_id AND t.organization_id = p_org
       AND tr.state = 'running' AND tr.lease_expires_at < p_now
     RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.state, tr.attempt, tr.fencing_token,
               tr.ready_at, tr.error,
@@ -54,34 +56,37 @@ BEGIN
               || CASE WHEN v_task.state = 'ready' THEN jsonb_build_object('ready_at', v_task.ready_at) ELSE '{}' END],
         p_now);
     IF v_task.state = 'failed' THEN
-        PERFORM flowforge._on_task_failed_for_good('dag', v_task.workflow_run_id, p_task_run_id, v_task.task_id, p_now);
+        PERFORM flowforge._on_task_failed_for_good('dag', p_org, v_task.workflow_run_id, p_task_run_id, v_task.task_id,
+                                                   p_now);
     ELSE
-        PERFORM flowforge._on_task_requeued('dag', v_task.workflow_run_id, p_task_run_id, v_task.task_id, p_now);
+        PERFORM flowforge._on_task_requeued('dag', p_org, v_task.workflow_run_id, p_task_run_id, v_task.task_id, p_now);
     END IF;
     RETURN true;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._reap_one(uuid, uuid, timestamptz) IS
-  'Internal: reaps one expired task lease under its run''s lock (SKIP LOCKED: false when busy) — ready again after '
+COMMENT ON FUNCTION flowforge._reap_one(uuid, uuid, uuid, timestamptz) IS
+  'Internal: reaps one expired task lease of organization p_org (every statement filters on it) under its run''s lock (SKIP LOCKED: false when busy) — ready again after '
   'backoff, or failed for good — with its event and the engine hook. False when nothing was reaped.';
 
 -- The fallback when _reap_one raised (a definition whose arithmetic cannot be
 -- done, say): the task fails for good with the reason, no arithmetic involved.
-CREATE OR REPLACE FUNCTION flowforge._reap_one_failed(p_task_run_id uuid, p_run_id uuid, p_error text, p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._reap_one_failed(p_org uuid, p_task_run_id uuid, p_run_id uuid, p_error text,
+                                                      p_now timestamptz)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_task record;
 BEGIN
-    PERFORM 1 FROM flowforge.workflow_run r WHERE r.id = p_run_id FOR NO KEY UPDATE SKIP LOCKED;
+    PERFORM 1 FROM flowforge.workflow_run r WHERE r.id = p_run_id AND r.organization_id = p_org
+    FOR NO KEY UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     UPDATE flowforge.task_run tr
     SET state = 'failed', fencing_token = tr.fencing_token + 1, lease_expires_at = NULL,
         finished_at = greatest(p_now, tr.started_at), error = p_error
-    WHERE tr.id = p_task_run_id AND tr.state = 'running' AND tr.lease_expires_at < p_now
+    WHERE tr.id = p_task_run_id AND tr.organization_id = p_org AND tr.state = 'running' AND tr.lease_expires_at < p_now
     RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt, tr.fencing_token INTO v_task;
     IF NOT FOUND THEN
         RETURN false;
@@ -89,12 +94,13 @@ BEGIN
     PERFORM flowforge._append_events(v_task.organization_id, v_task.workflow_run_id, 'lease_expired',
         ARRAY[p_task_run_id], ARRAY['running'], ARRAY['failed'], ARRAY[v_task.fencing_token], ARRAY[v_task.attempt],
         ARRAY[jsonb_build_object('error', p_error)], p_now);
-    PERFORM flowforge._on_task_failed_for_good('dag', v_task.workflow_run_id, p_task_run_id, v_task.task_id, p_now);
+    PERFORM flowforge._on_task_failed_for_good('dag', p_org, v_task.workflow_run_id, p_task_run_id, v_task.task_id,
+                                               p_now);
     RETURN true;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._reap_one_failed(uuid, uuid, text, timestamptz) IS
-  'Internal: fails one expired task lease for good with p_error (the reaper''s fallback when reaping it raised).';
+COMMENT ON FUNCTION flowforge._reap_one_failed(uuid, uuid, uuid, text, timestamptz) IS
+  'Internal: fails one expired task lease of organization p_org for good with p_error (the reaper''s fallback when reaping it raised).';
 
 CREATE OR REPLACE FUNCTION flowforge._reap_task_leases(p_orgs uuid[], p_max integer, p_now timestamptz) RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -110,7 +116,7 @@ BEGIN
     -- then handled under its run's lock (lock order: run, then task) and
     -- re-checked, so a task completed or heartbeaten meanwhile is untouched.
     FOR v_candidate IN
-        SELECT tr.id, tr.workflow_run_id
+        SELECT tr.id, tr.workflow_run_id, tr.organization_id
         FROM flowforge.task_run tr
         WHERE tr.state = 'running' AND tr.lease_expires_at < v_now
           AND (p_orgs IS NULL OR tr.organization_id = ANY (p_orgs))
@@ -121,13 +127,13 @@ BEGIN
         -- organizations): each candidate is reaped in a subtransaction, and a
         -- row that cannot be put back fails for good instead, with the reason.
         BEGIN
-            IF flowforge._reap_one(v_candidate.id, v_candidate.workflow_run_id, v_now) THEN
+            IF flowforge._reap_one(v_candidate.organization_id, v_candidate.id, v_candidate.workflow_run_id, v_now) THEN
                 v_reaped := v_reaped + 1;
             END IF;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT, v_state = RETURNED_SQLSTATE;
             BEGIN
-                IF flowforge._reap_one_failed(v_candidate.id, v_candidate.workflow_run_id,
+                IF flowforge._reap_one_failed(v_candidate.organization_id, v_candidate.id, v_candidate.workflow_run_id,
                                               format('could not be reaped (%s: %s); failed for good', v_state, v_error),
                                               v_now) THEN
                     v_reaped := v_reaped + 1;

@@ -3,13 +3,14 @@
 -- passed) goes back to pending after backoff, or fails for good, through its
 -- engine's hooks; one bad row never stops the others.
 
-CREATE OR REPLACE FUNCTION flowforge._reap_one_item(p_item_id uuid, p_now timestamptz) RETURNS boolean
+CREATE OR REPLACE FUNCTION flowforge._reap_one_item(p_org uuid, p_item_id uuid, p_now timestamptz) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_item record;
 BEGIN
-    SELECT w.organization_id, w.run_id INTO v_item FROM flowforge.work_item w WHERE w.id = p_item_id;
+    SELECT w.organization_id, w.run_id INTO v_item FROM flowforge.work_item w
+    WHERE w.id = p_item_id AND w.organization_id = p_org;
     -- Lock order: the run first; a busy run is left for the next tick.
     IF NOT flowforge._try_lock_run(v_item.organization_id, v_item.run_id) THEN
         RETURN false;
@@ -26,7 +27,7 @@ BEGIN
         lease_expires_at = NULL,
         error = CASE WHEN w.dispatched_at + w.timeout <= p_now THEN format('timed out after %s', w.timeout)
                      ELSE format('lease expired (held by %s)', w.leased_by) END
-    WHERE w.id = p_item_id AND w.status = 'dispatched' AND w.lease_expires_at < p_now
+    WHERE w.id = p_item_id AND w.organization_id = p_org AND w.status = 'dispatched' AND w.lease_expires_at < p_now
     RETURNING w.organization_id, w.run_id, flowforge._unit_kind(w.engine_kind, w.checkpoint_id) AS engine_kind,
               w.task_id, w.status, w.retry_count, w.fencing_token,
               w.next_attempt_at, w.error, (w.dispatched_at + w.timeout <= p_now) IS TRUE AS timed_out
@@ -43,15 +44,17 @@ BEGIN
                       ELSE '{}' END],
         p_now, ARRAY[p_item_id]);
     IF v_item.status = 'failed' THEN
-        PERFORM flowforge._on_task_failed_for_good(v_item.engine_kind, v_item.run_id, p_item_id, v_item.task_id, p_now);
+        PERFORM flowforge._on_task_failed_for_good(v_item.engine_kind, v_item.organization_id, v_item.run_id, p_item_id,
+                                                   v_item.task_id, p_now);
     ELSE
-        PERFORM flowforge._on_task_requeued(v_item.engine_kind, v_item.run_id, p_item_id, v_item.task_id, p_now);
+        PERFORM flowforge._on_task_requeued(v_item.engine_kind, v_item.organization_id, v_item.run_id, p_item_id,
+                                            v_item.task_id, p_now);
     END IF;
     RETURN true;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._reap_one_item(uuid, timestamptz) IS
-  'Internal: reaps one expired work-item lease under its run''s lock (SKIP LOCKED: false when busy) — '
+COMMENT ON FUNCTION flowforge._reap_one_item(uuid, uuid, timestamptz) IS
+  'Internal: reaps one expired work-item lease of organization p_org (every statement filters on it) under its run''s lock (SKIP LOCKED: false when busy) — '
   'pending again after backoff or failed for good — with its event and the engine hook.';
 
 CREATE OR REPLACE FUNCTION flowforge._reap_work_items(p_orgs uuid[], p_max integer, p_now timestamptz) RETURNS integer
@@ -59,24 +62,24 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_reaped integer := 0;
-    v_candidate uuid;
+    v_candidate record;
     v_error text;
 BEGIN
     -- Oldest expiry first, through work_item_lease_idx.
     FOR v_candidate IN
-        SELECT w.id FROM flowforge.work_item w
+        SELECT w.id, w.organization_id FROM flowforge.work_item w
         WHERE w.status = 'dispatched' AND w.lease_expires_at < p_now
           AND (p_orgs IS NULL OR w.organization_id = ANY (p_orgs))
         ORDER BY w.lease_expires_at
         LIMIT p_max
     LOOP
         BEGIN
-            IF flowforge._reap_one_item(v_candidate, p_now) THEN
+            IF flowforge._reap_one_item(v_candidate.organization_id, v_candidate.id, p_now) THEN
                 v_reaped := v_reaped + 1;
             END IF;
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
-            RAISE WARNING 'reaping work item % skipped: %', v_candidate, v_error;
+            RAISE WARNING 'reaping work item % skipped: %', v_candidate.id, v_error;
         END;
     END LOOP;
     RETURN v_reaped;

@@ -41,7 +41,8 @@ $$;
 COMMENT ON FUNCTION flowforge._cron_latest(jsonb, timestamptz, timestamptz, text, text, text) IS
   'Internal: the newest slot of a parsed schedule that is at or before p_until, given p_slot, a slot due by then.';
 
-CREATE OR REPLACE FUNCTION flowforge._fire_cron_trigger(p_trigger_id uuid, p_now timestamptz) RETURNS integer
+CREATE OR REPLACE FUNCTION flowforge._fire_cron_trigger(p_org uuid, p_trigger_id uuid, p_now timestamptz)
+RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -54,7 +55,8 @@ DECLARE
 BEGIN
     SELECT t.id, t.organization_id, t.name, t.cron, t.timezone, t.options, t.next_fire_at INTO v_t
     FROM flowforge.scheduled_trigger t
-    WHERE t.id = p_trigger_id AND t.enabled AND t.deleted_at IS NULL AND t.next_fire_at <= p_now
+    WHERE t.id = p_trigger_id AND t.organization_id = p_org AND t.enabled AND t.deleted_at IS NULL
+      AND t.next_fire_at <= p_now
     FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN 0;  -- taken by another daemon, or no longer due
@@ -92,12 +94,12 @@ BEGIN
     v_next := flowforge._cron_next(v_parsed, p_now, v_t.timezone, v_t.options ->> 'on_gap', v_t.options ->> 'on_repeat');
     UPDATE flowforge.scheduled_trigger t
     SET next_fire_at = v_next, enabled = v_next IS NOT NULL, updated_at = p_now
-    WHERE t.id = v_t.id;
+    WHERE t.id = v_t.id AND t.organization_id = p_org;
     RETURN v_fired;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._fire_cron_trigger(uuid, timestamptz) IS
-  'Internal: fires the due slots of cron trigger p_trigger_id (taken FOR UPDATE SKIP LOCKED: 0 when another daemon '
+COMMENT ON FUNCTION flowforge._fire_cron_trigger(uuid, uuid, timestamptz) IS
+  'Internal: fires the due slots of cron trigger p_trigger_id of organization p_org (taken FOR UPDATE SKIP LOCKED: 0 when another daemon '
   'has it) under its catchup policy — each slot one _fire_trigger with delivery id cron:<slot in UTC>, fired_on the '
   'slot, payload {"trigger", "slot", "timezone"} — then moves next_fire_at to the first slot after now. Returns how '
   'many slots fired (a slot whose firing already existed is not counted).';
@@ -107,23 +109,23 @@ RETURNS integer
 LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
-    v_id uuid;
+    v_due record;
     v_fired integer := 0;
     v_error text;
 BEGIN
     -- Oldest due first, through idx_trigger_due.
-    FOR v_id IN
-        SELECT t.id FROM flowforge.scheduled_trigger t
+    FOR v_due IN
+        SELECT t.id, t.organization_id FROM flowforge.scheduled_trigger t
         WHERE t.enabled AND t.next_fire_at <= p_now AND (p_orgs IS NULL OR t.organization_id = ANY (p_orgs))
         ORDER BY t.next_fire_at
         LIMIT p_max
     LOOP
         -- One trigger that cannot fire (and says why) never keeps the others from firing.
         BEGIN
-            v_fired := v_fired + flowforge._fire_cron_trigger(v_id, p_now);
+            v_fired := v_fired + flowforge._fire_cron_trigger(v_due.organization_id, v_due.id, p_now);
         EXCEPTION WHEN OTHERS THEN
             GET STACKED DIAGNOSTICS v_error = MESSAGE_TEXT;
-            RAISE WARNING 'tick: cron trigger % did not fire: %', v_id, v_error;
+            RAISE WARNING 'tick: cron trigger % did not fire: %', v_due.id, v_error;
         END;
     END LOOP;
     RETURN v_fired;

@@ -35,10 +35,10 @@ BEGIN
         UNION ALL
         SELECT ev.* FROM flowforge.task_run t
         JOIN flowforge.task_run_event ev ON ev.task_run_id = t.id
-        WHERE t.workflow_run_id = run_events.run_id AND ev.organization_id = v_org
+        WHERE t.workflow_run_id = run_events.run_id AND t.organization_id = v_org AND ev.organization_id = v_org
     ) e
-    LEFT JOIN flowforge.task_run tr ON tr.id = e.task_run_id
-    LEFT JOIN flowforge.work_item w ON w.id = e.work_item_id
+    LEFT JOIN flowforge.task_run tr ON tr.id = e.task_run_id AND tr.organization_id = v_org
+    LEFT JOIN flowforge.work_item w ON w.id = e.work_item_id AND w.organization_id = v_org
     ORDER BY e.created_at, e.seq;
 END;
 $$;

@@ -102,7 +102,7 @@ SELECT throws_ok(
              VALUES ('00000000-0000-0000-0000-000000000001', %L, %L, 'ex.push', 'pq', '{}', 1, 1)$$, :'b1', :'r1'),
     '23505', NULL,
     'a second outbox row for the same (task run, fencing token) is refused by uniq_outbox_per_taskrun_generation');
-SELECT is(flowforge._dispatch_rows(ARRAY[:'b1'::uuid], flowforge.now()), 0,
+SELECT is(flowforge._dispatch_rows('00000000-0000-0000-0000-000000000001', ARRAY[:'b1'::uuid], flowforge.now()), 0,
     'dispatching an already dispatched task again is skipped (returns 0), not an error');
 SELECT is((SELECT count(*)::int FROM flowforge.outbox_message WHERE task_run_id = :'b1'), 1, 'still one row for b');
 SELECT is((SELECT fencing_token FROM flowforge.task_run WHERE id = :'b1'), 1::bigint, 'and b''s token is unchanged');

@@ -27,7 +27,7 @@ SELECT pg_temp.claim_and_complete();  -- d (depends on b and c)
 SELECT is((SELECT count(*)::int FROM got), 4, 'fixture: all four tasks claimed');
 SELECT is_empty(
     $$SELECT g.task_key FROM got g
-      WHERE g.input IS DISTINCT FROM flowforge._task_input((SELECT id FROM run), g.task_id)$$,
+      WHERE g.input IS DISTINCT FROM flowforge._task_input('00000000-0000-0000-0000-000000000001', (SELECT id FROM run), g.task_id)$$,
     'claim''s inline input equals _task_input for every task');
 SELECT is((SELECT input FROM got WHERE task_key = 'd'),
     '{"run": {"day": "2030-01-01", "n": [1, 2]},
