@@ -19,7 +19,6 @@ DECLARE
     v_now constant timestamptz := flowforge.now();
     v_run record;
     v_released integer;
-    v_settled integer;
     v_done_ids uuid[];
     v_done_runs uuid[];
     v_done_tasks uuid[];
@@ -134,15 +133,14 @@ BEGIN
         FROM settled s
         WHERE s.state <> 'running' AND e.organization_id = s.organization_id AND e.run_id = s.id
           AND e.ended_at IS NULL
-    ), run_events AS (
-        INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind, from_state, to_state, detail,
-                                              created_at)
-        SELECT s.organization_id, s.id, 'run_' || s.state, 'running', s.state,
-               jsonb_build_object('tasks_failed', s.tasks_failed), v_now
-        FROM settled s WHERE s.state <> 'running'
-        ORDER BY s.id
     )
-    SELECT count(*) INTO v_settled FROM settled;
+    -- The run events are the statement itself (a data-modifying CTE runs whether or not it is read).
+    INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind, from_state, to_state, detail,
+                                          created_at)
+    SELECT s.organization_id, s.id, 'run_' || s.state, 'running', s.state,
+           jsonb_build_object('tasks_failed', s.tasks_failed), v_now
+    FROM settled s WHERE s.state <> 'running'
+    ORDER BY s.id;
 
     RETURN QUERY
     SELECT i.id,
