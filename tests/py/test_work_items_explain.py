@@ -42,7 +42,7 @@ ORG = f"'{DEFAULT_ORG}'::uuid"
 
 CLAIM_WORK = "flowforge.claim_work(text[],text,interval,integer,text[],text[])"
 REAP_ITEMS = "flowforge._reap_work_items(uuid[],integer,timestamp with time zone)"
-CLAIMING_AGENT = "flowforge._claiming_agent(uuid,text,timestamp with time zone)"
+CLAIM = "flowforge.claim(text[],text,interval,integer,text[])"
 PINNED_ELSEWHERE = "flowforge._pinned_elsewhere(uuid,text,text,text,timestamp with time zone)"
 RELEASE_BINDINGS = "flowforge._release_bindings(uuid,text)"
 SWEEP_AGENTS = "flowforge._sweep_agents(uuid[],timestamp with time zone)"
@@ -103,7 +103,9 @@ CLAIMING_AGENT_ROW = """
 UPDATE flowforge.agent a SET last_claim_at = {now}
 WHERE a.organization_id = {org} AND a.name = {name}
 """
-CLAIMING_AGENT_SOURCE = {"now": "p_now", "org": "p_org", "name": "p_name"}
+# The same statement in claim() and claim_work(), their one statement before the pick.
+CLAIMING_AGENT_SOURCES = ((CLAIM_WORK, {"now": "v_now", "org": "v_org", "name": "claim_work.agent"}),
+                          (CLAIM, {"now": "v_now", "org": "v_org", "name": "claim.worker"}))
 
 # Every claim of pinned work: the key's binding and its agent.
 PINNED = """
@@ -281,7 +283,8 @@ def test_item_reaper_candidates_use_work_item_lease_idx(conn, orgs):
 
 
 def test_claiming_agent_lookup_uses_agent_name_key(conn):
-    _check_copy(conn, CLAIMING_AGENT, CLAIMING_AGENT_ROW, CLAIMING_AGENT_SOURCE)
+    for signature, names in CLAIMING_AGENT_SOURCES:
+        _check_copy(conn, signature, CLAIMING_AGENT_ROW, names)
     prepare = "PREPARE agent_row(timestamptz, uuid, text) AS " + CLAIMING_AGENT_ROW.format(now="$1", org="$2",
                                                                                            name="$3")
     nodes = _explain(conn, f"EXECUTE agent_row(now(), {ORG}, 'agent-20')", "flowforge_owner", prepare)

@@ -85,6 +85,8 @@ DROP FUNCTION IF EXISTS flowforge._reap_one_failed(uuid, uuid, text, timestamptz
 DROP FUNCTION IF EXISTS flowforge._reap_one_item(uuid, timestamptz);
 DROP FUNCTION IF EXISTS flowforge._fire_cron_trigger(uuid, timestamptz);
 DROP FUNCTION IF EXISTS flowforge._fire_machine_timer(uuid, timestamptz);
+-- Inlined into claim() and claim_work(): their one statement before the pick.
+DROP FUNCTION IF EXISTS flowforge._claiming_agent(uuid, text, timestamptz);
 
 -- Signatures whose arguments stayed but whose result changed: CREATE OR REPLACE
 -- cannot change a result type, so the old one is dropped when it is still the

@@ -39,8 +39,11 @@ CREATE OR REPLACE FUNCTION flowforge._record_run_ended(p_org uuid, p_run_id uuid
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    UPDATE flowforge.engine_run e SET ended_at = greatest(p_now, e.created_at)
-    WHERE e.organization_id = p_org AND e.run_id = p_run_id AND e.ended_at IS NULL;
+    -- First write wins by coalesce, not by "AND ended_at IS NULL": that predicate lets a generic
+    -- plan pick engine_run_live_created and walk every live run of the organization (see
+    -- docs/data-model.md, engine_run); without it only the key (organization_id, run_id) fits.
+    UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest(p_now, e.created_at))
+    WHERE e.organization_id = p_org AND e.run_id = p_run_id;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._record_run_ended(uuid, uuid, timestamptz) IS

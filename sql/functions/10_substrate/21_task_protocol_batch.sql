@@ -129,10 +129,10 @@ BEGIN
         WHERE r.id = ANY (v_done_runs) AND r.organization_id = v_org AND r.id = f.id AND (r.state = 'running') IS TRUE
         RETURNING r.id, r.state, r.organization_id, r.tasks_failed
     ), ended AS (
-        UPDATE flowforge.engine_run e SET ended_at = greatest(v_now, e.created_at)
+        -- First write wins by coalesce (as in _record_run_ended: no "ended_at IS NULL" for a plan to walk).
+        UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest(v_now, e.created_at))
         FROM settled s
         WHERE s.state <> 'running' AND e.organization_id = s.organization_id AND e.run_id = s.id
-          AND e.ended_at IS NULL
     )
     -- The run events are the statement itself (a data-modifying CTE runs whether or not it is read).
     INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind, from_state, to_state, detail,

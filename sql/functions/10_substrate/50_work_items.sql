@@ -82,6 +82,7 @@ DECLARE
     v_agent record;
     v_ids uuid[];
     v_pinned record;
+    v_pin boolean;            -- the pick took work with an affinity key (the flow pick pins its own)
     v_holders uuid[];         -- flow control: the items whose claim takes slots, and of them
     v_queue_holders uuid[];   -- those that take a slot of their queue's max_running
 BEGIN
@@ -109,15 +110,28 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'Pass the task names this worker has handlers for.';
     END IF;
     PERFORM flowforge._check_lease(claim_work.lease);
-    v_agent := flowforge._claiming_agent(v_org, claim_work.agent, v_now);
+    -- One statement before the pick, as in claim(): the claimer as an agent (_claiming_agent's
+    -- rule, inline) and whether a queue it names has flow control.
+    WITH a AS (
+        UPDATE flowforge.agent a SET last_claim_at = v_now
+        WHERE a.organization_id = v_org AND a.name = claim_work.agent
+        RETURNING flowforge._agent_status(a.status, a.last_heartbeat_at, a.heartbeat_interval,
+                                          (SELECT s.agent_timeout FROM flowforge.setting s), v_now) AS status,
+                  a.metadata AS labels
+    )
+    SELECT a.status IS NOT NULL AS registered, coalesce(a.status, 'active') AS status,
+           coalesce(a.labels, '{}'::jsonb) AS labels,
+           EXISTS (SELECT 1 FROM flowforge.queue q
+                   WHERE q.organization_id = v_org AND q.name = ANY (claim_work.queues) AND q.flow) AS flow
+    INTO v_agent
+    FROM (SELECT) AS one LEFT JOIN a ON true;
     IF v_agent.status <> 'active' THEN
         RETURN;  -- draining or inactive: given nothing
     END IF;
 
     -- Pick first, into an array (the LIMIT runs once): lower priority first, then
     -- ready longest; one ordered index scan per queue (and per name), merged.
-    IF EXISTS (SELECT 1 FROM flowforge.queue q
-               WHERE q.organization_id = v_org AND q.name = ANY (claim_work.queues) AND q.flow) THEN
+    IF v_agent.flow THEN
         -- Flow control (22_flow_control.sql), as in claim(): its pick also pins and counts.
         SELECT p.ids, p.holders, p.queue_holders INTO v_ids, v_holders, v_queue_holders
         FROM flowforge._flow_pick('work_item', v_org, claim_work.queues, claim_work.batch, v_now, claim_work.agent,
@@ -127,12 +141,12 @@ BEGIN
         -- (queue, name). Its own statement, as in claim(): a "name IS NULL OR task_name = name"
         -- filter cannot be an index condition, so the generic plan would walk
         -- work_item_status_priority_idx past every pending item of other names on the queue.
-        SELECT array_agg(p.id) INTO v_ids FROM (
-            SELECT c.id
+        SELECT array_agg(p.id), bool_or(p.affinity_key IS NOT NULL) INTO v_ids, v_pin FROM (
+            SELECT c.id, c.affinity_key
             FROM (SELECT DISTINCT u.name FROM unnest(claim_work.queues) AS u(name)) AS q(name)
             CROSS JOIN (SELECT DISTINCT n.name FROM unnest(claim_work.task_names) AS n(name)) AS k(name)
             CROSS JOIN LATERAL (
-                SELECT w.id, w.priority, w.next_attempt_at FROM flowforge.work_item w
+                SELECT w.id, w.priority, w.next_attempt_at, w.affinity_key FROM flowforge.work_item w
                 WHERE w.organization_id = v_org AND w.status = 'pending' AND w.queue = q.name
                   AND w.task_name = k.name AND w.next_attempt_at <= v_now
                   AND (claim_work.engine_kinds IS NULL OR w.engine_kind = ANY (claim_work.engine_kinds))
@@ -146,11 +160,11 @@ BEGIN
             ORDER BY c.priority, c.next_attempt_at
             LIMIT claim_work.batch) p;
     ELSE
-        SELECT array_agg(p.id) INTO v_ids FROM (
-            SELECT c.id
+        SELECT array_agg(p.id), bool_or(p.affinity_key IS NOT NULL) INTO v_ids, v_pin FROM (
+            SELECT c.id, c.affinity_key
             FROM (SELECT DISTINCT u.name FROM unnest(claim_work.queues) AS u(name)) AS q(name)
             CROSS JOIN LATERAL (
-                SELECT w.id, w.priority, w.next_attempt_at FROM flowforge.work_item w
+                SELECT w.id, w.priority, w.next_attempt_at, w.affinity_key FROM flowforge.work_item w
                 WHERE w.organization_id = v_org AND w.status = 'pending' AND w.queue = q.name
                   AND w.next_attempt_at <= v_now
                   AND (claim_work.engine_kinds IS NULL OR w.engine_kind = ANY (claim_work.engine_kinds))
@@ -167,14 +181,17 @@ BEGIN
     IF v_ids IS NULL THEN
         RETURN;
     END IF;
-    FOR v_pinned IN
-        SELECT w.id, w.affinity_key, w.affinity_policy FROM flowforge.work_item w
-        WHERE w.organization_id = v_org AND w.id = ANY (v_ids) AND w.affinity_key IS NOT NULL
-    LOOP
-        IF NOT flowforge._affinity_take(v_org, v_pinned.affinity_key, v_pinned.affinity_policy, claim_work.agent, v_now) THEN
-            v_ids := array_remove(v_ids, v_pinned.id);
-        END IF;
-    END LOOP;
+    -- Pin what is unpinned, only when the pick took keyed work (the flow pick pins its own).
+    IF v_pin THEN
+        FOR v_pinned IN
+            SELECT w.id, w.affinity_key, w.affinity_policy FROM flowforge.work_item w
+            WHERE w.organization_id = v_org AND w.id = ANY (v_ids) AND w.affinity_key IS NOT NULL
+        LOOP
+            IF NOT flowforge._affinity_take(v_org, v_pinned.affinity_key, v_pinned.affinity_policy, claim_work.agent, v_now) THEN
+                v_ids := array_remove(v_ids, v_pinned.id);
+            END IF;
+        END LOOP;
+    END IF;
 
     RETURN QUERY
     WITH claimed AS (

@@ -27,31 +27,6 @@ COMMENT ON FUNCTION flowforge._agent_status(text, timestamptz, interval, interva
   'Internal: an agent''s effective status — its declared status, unless its heartbeat is older than 3 x its declared '
   'interval (or p_timeout when it declared none), which makes it inactive.';
 
--- The claimer as an agent: its effective status and labels, or registered =
--- false for a worker that never registered (it claims as before, but cannot
--- take work pinned by affinity or asking for labels).
-CREATE OR REPLACE FUNCTION flowforge._claiming_agent(p_org uuid, p_name text, p_now timestamptz,
-                                                     OUT registered boolean, OUT status text, OUT labels jsonb)
-LANGUAGE plpgsql VOLATILE
-AS $$
-BEGIN
-    UPDATE flowforge.agent a SET last_claim_at = p_now
-    WHERE a.organization_id = p_org AND a.name = p_name
-    RETURNING flowforge._agent_status(a.status, a.last_heartbeat_at, a.heartbeat_interval,
-                                      (SELECT s.agent_timeout FROM flowforge.setting s), p_now),
-              a.metadata
-    INTO status, labels;
-    registered := FOUND;
-    IF NOT registered THEN
-        status := 'active';
-        labels := '{}';
-    END IF;
-END;
-$$;
-COMMENT ON FUNCTION flowforge._claiming_agent(uuid, text, timestamptz) IS
-  'Internal: records last_claim_at of the claiming agent and returns whether it is registered, its effective status '
-  'and its labels (metadata); an unregistered claimer is active with no labels.';
-
 CREATE OR REPLACE FUNCTION flowforge.register_agent(name text, info jsonb DEFAULT '{}') RETURNS uuid
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp

@@ -183,10 +183,10 @@ BEGIN
         WHERE r.id = p_run_id AND r.organization_id = p_org AND r.state = 'running'
         RETURNING r.state, r.organization_id, r.tasks_failed
     ), ended AS (
-        UPDATE flowforge.engine_run e SET ended_at = greatest(p_now, e.created_at)
+        -- First write wins by coalesce (as in _record_run_ended: no "ended_at IS NULL" for a plan to walk).
+        UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest(p_now, e.created_at))
         FROM settled s
         WHERE s.state <> 'running' AND e.organization_id = s.organization_id AND e.run_id = p_run_id
-          AND e.ended_at IS NULL
     ), event AS (
         INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind, from_state, to_state, detail,
                                               created_at)
