@@ -47,7 +47,7 @@ CLAIM_FILTERS_LITERAL = {"labels": "'{}'::jsonb", "registered": "false", "worker
 CLAIM_FILTERS_SOURCE = {"labels": "v_agent.labels", "registered": "v_agent.registered", "worker": "claim.worker"}
 
 CLAIM_ONE_QUEUE = """
-SELECT tr.id FROM flowforge.task_run tr
+SELECT tr.id, tr.affinity_key FROM flowforge.task_run tr
 WHERE tr.organization_id = {org} AND tr.state = 'ready' AND tr.queue = {queue}
   AND tr.ready_at <= {now}
 """ + CLAIM_FILTERS + """
@@ -59,12 +59,12 @@ CLAIM_ONE_QUEUE_SOURCE = {"org": "v_org", "queue": "claim.queues[1]", "now": "v_
                           **CLAIM_FILTERS_SOURCE}
 
 CLAIM_MANY_QUEUES_FROM = """
-SELECT c.id FROM (SELECT DISTINCT u.name FROM unnest({queues}) AS u(name)) AS q(name)
+SELECT c.id, c.affinity_key FROM (SELECT DISTINCT u.name FROM unnest({queues}) AS u(name)) AS q(name)
 """
 # Only this part is checked against the function's text: it is what reads task_run.
 CLAIM_MANY_QUEUES = """
 CROSS JOIN LATERAL (
-    SELECT tr.id, tr.priority, tr.ready_at FROM flowforge.task_run tr
+    SELECT tr.id, tr.priority, tr.ready_at, tr.affinity_key FROM flowforge.task_run tr
     WHERE tr.organization_id = {org} AND tr.state = 'ready' AND tr.queue = q.name
       AND tr.ready_at <= {now}
 """ + CLAIM_FILTERS + """

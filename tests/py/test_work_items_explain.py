@@ -64,20 +64,20 @@ ORDER BY c.priority, c.next_attempt_at
 LIMIT {batch}
 """
 CLAIM_WORK_PICK = """
-SELECT c.id
+SELECT c.id, c.affinity_key
 FROM (SELECT DISTINCT u.name FROM unnest({queues}) AS u(name)) AS q(name)
 CROSS JOIN LATERAL (
-    SELECT w.id, w.priority, w.next_attempt_at FROM flowforge.work_item w
+    SELECT w.id, w.priority, w.next_attempt_at, w.affinity_key FROM flowforge.work_item w
     WHERE w.organization_id = {org} AND w.status = 'pending' AND w.queue = q.name
       AND w.next_attempt_at <= {now}
 """ + CLAIM_FILTERS
 # ... and with task_names: one per (queue, name).
 CLAIM_WORK_PICK_BY_NAME = """
-SELECT c.id
+SELECT c.id, c.affinity_key
 FROM (SELECT DISTINCT u.name FROM unnest({queues}) AS u(name)) AS q(name)
 CROSS JOIN (SELECT DISTINCT n.name FROM unnest({task_names}) AS n(name)) AS k(name)
 CROSS JOIN LATERAL (
-    SELECT w.id, w.priority, w.next_attempt_at FROM flowforge.work_item w
+    SELECT w.id, w.priority, w.next_attempt_at, w.affinity_key FROM flowforge.work_item w
     WHERE w.organization_id = {org} AND w.status = 'pending' AND w.queue = q.name
       AND w.task_name = k.name AND w.next_attempt_at <= {now}
 """ + CLAIM_FILTERS
