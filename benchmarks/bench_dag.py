@@ -1,7 +1,7 @@
 """(3) DAG throughput: the cost of releasing dependents.
 
-Workflows, all on queue ``default``, all driven by the same 4-connection
-claim(1)/complete loop as bench_claim (threads keep polling when a claim comes
+Workflows, each on a queue of its own (a subject drains only its own runs), all
+driven by the same 4-connection claim(1)/complete loop as bench_claim (threads keep polling when a claim comes
 back empty, since dependents become ready later):
 * ``single``  — one task (the baseline);
 * ``diamond`` — a → (b, c) → d: 4 tasks, 4 dependency edges;
@@ -30,15 +30,21 @@ def fan_spec(width: int) -> dict:
             + [{"key": "join", "depends_on": mids}]}
 
 
+def on_own_queue(spec: dict) -> dict:
+    """The workflow with every task on a queue named after it: each subject drains only its own runs."""
+    return dict(spec, tasks=[dict(t, queue=spec["name"]) for t in spec["tasks"]])
+
+
 def main() -> None:
     n_rounds, seconds = c.rounds(3), c.round_seconds(4.0, 2.0)
     dsn = c.flowforge_database("dag")
     specs = [(c.SINGLE_SPEC, 1), (DIAMOND, 4)] + [(fan_spec(w), w + 2) for w in WIDTHS]
     subjects = []
     for spec, tasks in specs:
-        c.define(dsn, spec)
+        c.define(dsn, on_own_queue(spec))
         name = spec["name"]
-        subjects.append(c.Subject(name, dsn, c.ff_single_step(name), (lambda wf: lambda n: c.start_runs(dsn, wf, n))(name),
+        subjects.append(c.Subject(name, dsn, c.ff_single_step(name, queue=name),
+                                  (lambda wf: lambda n: c.start_runs(dsn, wf, n))(name),
                                   per_unit=tasks, first_guess=1000, stop_on_empty=False))
     c.alternate(subjects, n_rounds, seconds)
     runs = {s.name: s.median / s.per_unit for s in subjects}          # runs/s

@@ -341,10 +341,14 @@ def round_seconds(full: float = 5.0, quick: float = 2.0) -> float:
     return float(os.environ.get("FF_BENCH_SECONDS", quick if QUICK else full))
 
 
-def ff_single_step(worker_prefix: str = "bench") -> Callable[[psycopg.Connection, int], int]:
-    """FlowForge claim of one, then complete: two statements, two commits."""
+def ff_single_step(worker_prefix: str = "bench", queue: str = "default") -> Callable[[psycopg.Connection, int], int]:
+    """FlowForge claim of one, then complete: two statements, two commits. Subjects that share a
+    database drain a queue each: on a shared queue one subject completes another's backlog, and
+    the other, topped up by its own count, runs dry and measures less than it can do."""
+    claim = FF_CLAIM.replace("ARRAY['default']", "ARRAY[%s]")
+
     def step(conn: psycopg.Connection, i: int) -> int:
-        row = conn.execute(FF_CLAIM, [f"{worker_prefix}-{i}"], prepare=True).fetchone()
+        row = conn.execute(claim, [queue, f"{worker_prefix}-{i}"], prepare=True).fetchone()
         if row is None:
             return 0
         conn.execute(FF_COMPLETE, [row[0], row[4]], prepare=True)

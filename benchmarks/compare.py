@@ -14,6 +14,9 @@ flagged. The section is appended to RESULTS.md (``--no-record``: printed only).
 change measured alone (an issue's own commits against their parent), not
 everything that landed since.
 Scripts that exist only in the new tree (new engines) have no old column.
+``--same-scripts`` runs the new tree's scripts on both sides (each against its own
+sql/ and pyfacade/), so a fix to a benchmark script measures the old commit the
+same way.
 """
 
 from __future__ import annotations
@@ -41,12 +44,15 @@ HOT = ("claim", "batch", "dag", "latency", "history", "push")
 COSTS = ("us", "ms", "x", "s")
 
 
-def run_script(tree: Path, file: str, out: Path, quick: bool) -> int:
+def run_script(tree: Path, file: str, out: Path, quick: bool, scripts: Path | None = None) -> int:
+    """Run one script against tree's sql/ and pyfacade/; the script itself from scripts
+    (another tree's benchmarks/) when given, else from tree's own."""
     env = dict(os.environ, FF_BENCH_OUT=str(out), FLOWFORGE_SQL_DIR=str(tree / "sql"),
                PYTHONPATH=str(tree / "pyfacade") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if quick:
         env["FF_BENCH_QUICK"] = "1"
-    proc = subprocess.run([sys.executable, str(tree / "benchmarks" / file)], cwd=tree / "benchmarks", env=env,
+    bench = scripts or tree / "benchmarks"
+    proc = subprocess.run([sys.executable, str(bench / file)], cwd=bench, env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         tail = " ".join(proc.stderr.strip().splitlines()[-2:])
@@ -72,6 +78,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternating old/new runs of each script")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--same-scripts", action="store_true",
+                        help="run the new tree's benchmark scripts on both sides (each side its own sql/ and "
+                             "pyfacade/): a fix to a script measures the old commit the same way")
     args = parser.parse_args()
     chosen = [s for s in SCRIPTS if s[0] in args.only.split(",")]
     started = dt.datetime.now(dt.timezone.utc)
@@ -92,8 +101,9 @@ def main() -> None:
             for key, file, what, _ in chosen:
                 for r in range(args.rounds):
                     print(f"{key} round {r + 1}/{args.rounds}: old, new", flush=True)
-                    if (old_tree / "benchmarks" / file).exists():
-                        run_script(old_tree, file, old_out, args.quick)
+                    scripts = new_tree / "benchmarks" if args.same_scripts else None
+                    if ((scripts or old_tree / "benchmarks") / file).exists():
+                        run_script(old_tree, file, old_out, args.quick, scripts)
                     if (new_tree / "benchmarks" / file).exists():
                         run_script(new_tree, file, new_out, args.quick)
             old, new = figures(old_out), figures(new_out)
@@ -107,7 +117,8 @@ def main() -> None:
     new_rev = subprocess.run(["git", "rev-parse", "--short", args.new or "HEAD"], cwd=REPO, capture_output=True,
                              text=True).stdout.strip()
     lines = [f"## {started:%Y-%m-%d %H:%M} UTC — side by side: {old_rev} (old) vs {new_rev} (new), "
-             f"{args.rounds} alternating runs per script{' (quick)' if args.quick else ''}", "",
+             f"{args.rounds} alternating runs per script{' (quick)' if args.quick else ''}"
+             f"{'; both sides run the new tree' + chr(39) + 's scripts' if args.same_scripts else ''}", "",
              f"- machine: {info.get('cpu', '?')}, {info.get('cores')} cores, load average at start "
              f"{info.get('loadavg', '?')} (shared)", f"- PostgreSQL: {info.get('postgresql')}", "",
              "| script | figure | old | new | new vs old | hot path |", "|---|---|---|---|---|---|"]
