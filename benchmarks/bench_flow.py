@@ -3,10 +3,15 @@
 Three subjects, the bench_claim loop (4 threads, ``claim(…, 1)`` then ``complete``, two
 commits per job, single-task runs pre-enqueued with ``start_run``), in alternating rounds:
 
-* **before** — a database migrated with the SQL of the commit before flow control
-  (``FF_BENCH_FLOW_BASE``, default adc8b4a: ``git archive`` of its ``sql/``), queue ``default``;
+* **before** — a database migrated with this tree's SQL with flow control compiled out
+  (``compiled_out``: the claim's flow probe, the two flow columns its update writes and the
+  release triggers removed from a copy of ``sql/``; a pattern that no longer matches stops the
+  script), queue ``default``. ``FF_BENCH_FLOW_BASE=<commit>`` takes ``git archive`` of that
+  commit's ``sql/`` instead (the commit before flow control was adc8b4a; everything merged since
+  is then on the "no limit" side too);
 * **no limit** — a database migrated with this tree's SQL, queue ``default`` (no flow control:
-  the claim's one probe of ``queue_flow_idx`` and the release trigger's WHEN clause are all it pays);
+  the claim's ``EXISTS`` on ``queue_flow_idx``, the flow columns and the release trigger's WHEN
+  clause are all it pays);
 * **key limit** — a third database with this tree's SQL, queue ``keyed``: every task declares
   ``"concurrency": {"key": "$.run.k", "max": 1000}`` over 16 key values (never binding),
   so every claim takes the flow-control path: counters locked, lanes read, slots counted and
@@ -21,6 +26,8 @@ the same machine; each subject has its own database (no backlog or dead rows of 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -28,14 +35,53 @@ from pathlib import Path
 import common as c
 
 TARGET = 0.97
-BASE = os.environ.get("FF_BENCH_FLOW_BASE", "adc8b4a")
+BASE = os.environ.get("FF_BENCH_FLOW_BASE")  # None: this tree with flow control compiled out
+BASE_LABEL = BASE or "this tree, flow control compiled out"
+
+# What compiling flow control out removes: (file, text, replacement), each found exactly once.
+COMPILE_OUT = (
+    ("functions/10_substrate/20_task_protocol.sql",
+     """           EXISTS (SELECT 1 FROM flowforge.queue q
+                   WHERE q.organization_id = v_org AND q.name = ANY (claim.queues) AND q.flow) AS flow""",
+     "           false AS flow"),
+    ("functions/10_substrate/20_task_protocol.sql",
+     """            started_at = v_now,
+            -- Flow control: this generation holds the slots its pick took (the release trigger gives them back).
+            flow_token = CASE WHEN tr.id = ANY (v_holders) THEN tr.fencing_token + 1 END,
+            flow_queue_slot = CASE WHEN tr.id = ANY (v_holders) THEN tr.id = ANY (v_queue_holders) END
+""",
+     "            started_at = v_now\n"),
+)
+RELEASE_TRIGGERS = re.compile(r"CREATE TRIGGER (task_run|work_item)_flow_release(_deleted)?\n.*?EXECUTE FUNCTION "
+                              r"flowforge\._flow_release\(\);\n", re.S)
 KEYED_SPEC = {"name": "keyed", "tasks": [{"key": "work", "queue": "keyed", "concurrency": {"key": "$.run.k", "max": 1000}}]}
 
 FF_CLAIM_KEYED = "SELECT * FROM flowforge.claim(ARRAY['keyed'], %s, '30 seconds', 1)"
 
 
+def compiled_out(tmp: Path) -> Path:
+    """A copy of this tree's sql/ without flow control on the claim path (see COMPILE_OUT)."""
+    out = tmp / "base" / "sql"
+    shutil.copytree(c.REPO / "sql", out)
+    for name, text, replacement in COMPILE_OUT:
+        path = out / name
+        source = path.read_text()
+        if source.count(text) != 1:
+            raise SystemExit(f"bench_flow: {name} no longer has the flow-control text this script removes; "
+                             "update COMPILE_OUT from the claim")
+        path.write_text(source.replace(text, replacement))
+    migration = out / "migrations" / "0028_flow_control.sql"
+    source, n = RELEASE_TRIGGERS.subn("", migration.read_text())
+    if n != 4:
+        raise SystemExit(f"bench_flow: found {n} of the 4 release triggers in {migration.name}; update RELEASE_TRIGGERS")
+    migration.write_text(source)
+    return out
+
+
 def base_sql(tmp: Path) -> Path | None:
-    """The sql/ folder of the commit before flow control, or None when git cannot give it."""
+    """The baseline's sql/ folder: this tree compiled out, or FF_BENCH_FLOW_BASE's (None when git cannot give it)."""
+    if BASE is None:
+        return compiled_out(tmp)
     out = tmp / "base"
     out.mkdir()
     archive = subprocess.run(["git", "archive", BASE, "sql"], cwd=c.REPO, capture_output=True)
@@ -94,7 +140,7 @@ def main() -> None:
             before = c.Subject("before", old, c.ff_single_step(), lambda n: c.start_runs(old, "single", n),
                                first_guess=1000)
         else:
-            c.progress(f"no SQL of {BASE} (git archive failed): the before/after figure is skipped")
+            c.progress(f"no SQL of {BASE_LABEL} (git archive failed): the before/after figure is skipped")
         plain = c.Subject("no limit", new, c.ff_single_step(), lambda n: c.start_runs(new, "single", n), first_guess=1000)
         keyed = c.Subject("key limit", keyed_db, keyed_step, lambda n: keyed_enqueue(keyed_db, n), first_guess=1000)
         subjects = [s for s in (before, plain, keyed) if s is not None]
@@ -111,9 +157,9 @@ def main() -> None:
     if before is not None:
         ratio = paired_ratio(plain, before)
         c.figure("claim+complete, a queue without flow control vs before it", plain.median, "jobs/s",
-                 baseline=f"before flow control ({BASE})", baseline_value=before.median, ratio=ratio,
+                 baseline=f"before flow control ({BASE_LABEL})", baseline_value=before.median, ratio=ratio,
                  target=f">= {TARGET}", met=ratio >= TARGET, note=note,
-                 chart={"kind": "bars", "labels": [f"before ({BASE})", "no limit"],
+                 chart={"kind": "bars", "labels": [f"before ({BASE_LABEL})", "no limit"],
                         "values": [before.median, plain.median], "rounds": [before.rates, plain.rates],
                         "unit": "jobs/s"})
     ratio = paired_ratio(keyed, plain)
