@@ -1,0 +1,81 @@
+"""A/B of claim(1) + complete on one connection: two SQL trees, alternating rounds.
+
+Not part of ``make bench`` (no target): a finer instrument than the 4-connection loop when two
+trees differ by a few percent. Each tree's ``sql/`` is migrated into a database of its own with
+a backlog of single-task runs; then ``--rounds`` rounds of ``--pairs`` claim + complete pairs
+alternate between the two (A B, B A, ...), each on its own connection, two commits per job.
+Prints each side's median µs per job and the per-round cost ratio A / B with its median.
+
+    .venv/bin/python benchmarks/ab_claim.py --a sql --b /path/to/other/tree/sql --rounds 20 --pairs 1500
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+import common as c
+
+
+def database(label: str, sql_dir: Path, runs: int) -> str:
+    saved = os.environ.get("FLOWFORGE_SQL_DIR")
+    os.environ["FLOWFORGE_SQL_DIR"] = str(sql_dir)
+    try:
+        dsn = c.flowforge_database(label)
+    finally:
+        if saved is None:
+            os.environ.pop("FLOWFORGE_SQL_DIR", None)
+        else:
+            os.environ["FLOWFORGE_SQL_DIR"] = saved
+    c.define(dsn, c.SINGLE_SPEC)
+    c.start_runs(dsn, "single", runs)
+    with c.connect(dsn) as conn:
+        conn.execute("VACUUM ANALYZE")
+    return dsn
+
+
+def timed(conn, step, pairs: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(pairs):
+        if not step(conn, 0):
+            raise SystemExit("ab_claim: the backlog ran out; use fewer --rounds or --pairs")
+    return (time.perf_counter() - t0) / pairs * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--a", type=Path, required=True, help="sql/ folder of side A")
+    parser.add_argument("--b", type=Path, required=True, help="sql/ folder of side B")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--pairs", type=int, default=1500)
+    args = parser.parse_args()
+    runs = args.rounds * args.pairs + 1000
+    dsns = [database("ab_a", args.a.resolve(), runs), database("ab_b", args.b.resolve(), runs)]
+    step = c.ff_single_step("ab")
+    conns = [c.connect(d) for d in dsns]
+    try:
+        for conn in conns:
+            timed(conn, step, 300)  # plans, caches
+        a_us, b_us, ratios = [], [], []
+        for r in range(args.rounds):
+            order = (0, 1) if r % 2 == 0 else (1, 0)
+            got = {i: timed(conns[i], step, args.pairs) for i in order}
+            a_us.append(got[0])
+            b_us.append(got[1])
+            ratios.append(got[0] / got[1])
+    finally:
+        for conn in conns:
+            conn.close()
+        for d in dsns:
+            c.drop_database(d)
+    print(f"A {args.a}: median {statistics.median(a_us):,.0f} us per job; "
+          f"B {args.b}: median {statistics.median(b_us):,.0f} us per job")
+    print("cost A / B per round: " + " ".join(f"{x:.3f}" for x in ratios)
+          + f"; median {statistics.median(ratios):.3f}, mean {statistics.mean(ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()
