@@ -4,9 +4,8 @@ Regression: the statements that stamp engine_run.ended_at (first write wins) sai
 ``AND e.ended_at IS NULL``. That predicate made the partial index
 engine_run_live_created (organization_id, created_at) WHERE ended_at IS NULL usable,
 and on tables not analysed yet (a fresh installation, a bulk enqueue) the generic
-plan chose it and walked every live run of the organization on each run's end:
-1 ms per completion with 10,000 runs queued, a third of claim+complete's
-throughput. The statements now keep the first end by coalesce, so only
+plan chose it and walked every live run of the organization on each run's end
+(auto_explain, 10,000 runs queued: 9,997 rows filtered, 1.2 ms per completion). The statements now keep the first end by coalesce, so only
 engine_run_tenant_run_uq (organization_id, run_id) fits.
 
 Each statement below is checked against its function's source (test_core_explain's

@@ -98,10 +98,10 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'Pass the task names this worker has handlers for.';
     END IF;
     PERFORM flowforge._check_lease(claim.lease);
-    -- One statement before the pick (measured: each statement of the prelude costs a claim a few
-    -- percent): the claimer as an agent, by _claiming_agent's rule inline (a worker that never
-    -- registered is active with no labels; a registered one gets nothing while draining or
-    -- inactive), and whether a queue it names has flow control.
+    -- One statement before the pick, where there were up to three (benchmarks/profile_statements.py:
+    -- 8 us of a claim): the claimer as an agent, by the rule _claiming_agent had, inline (a worker
+    -- that never registered is active with no labels; a registered one gets nothing while draining
+    -- or inactive), and whether a queue it names has flow control.
     WITH a AS (
         UPDATE flowforge.agent a SET last_claim_at = v_now
         WHERE a.organization_id = v_org AND a.name = claim.worker

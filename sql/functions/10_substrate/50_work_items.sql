@@ -110,8 +110,8 @@ BEGIN
             USING ERRCODE = 'FF003', HINT = 'Pass the task names this worker has handlers for.';
     END IF;
     PERFORM flowforge._check_lease(claim_work.lease);
-    -- One statement before the pick, as in claim(): the claimer as an agent (_claiming_agent's
-    -- rule, inline) and whether a queue it names has flow control.
+    -- One statement before the pick, as in claim(): the claimer as an agent (the rule
+    -- _claiming_agent had, inline) and whether a queue it names has flow control.
     WITH a AS (
         UPDATE flowforge.agent a SET last_claim_at = v_now
         WHERE a.organization_id = v_org AND a.name = claim_work.agent
