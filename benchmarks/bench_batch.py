@@ -39,7 +39,7 @@ def own_workflow(dsn: str, queue: str) -> str:
     return queue
 
 
-def ff_batch_step(n: int, queue: str):
+def ff_batch_step(n: int, queue: str = "default"):
     claim = c.FF_CLAIM_N.replace("ARRAY['default']", "ARRAY[%s]")
 
     def step(conn, i):
