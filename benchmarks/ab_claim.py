@@ -7,6 +7,8 @@ alternate between the two (A B, B A, ...), each on its own connection, two commi
 Prints each side's median µs per job and the per-round cost ratio A / B with its median.
 
     .venv/bin/python benchmarks/ab_claim.py --a sql --b /path/to/other/tree/sql --rounds 20 --pairs 1500
+
+``--interleave`` alternates the two job by job instead of round by round.
 """
 
 from __future__ import annotations
@@ -51,8 +53,11 @@ def main() -> None:
     parser.add_argument("--b", type=Path, required=True, help="sql/ folder of side B")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--pairs", type=int, default=1500)
+    parser.add_argument("--interleave", action="store_true",
+                        help="alternate A and B job by job inside each round (common.interleave: drift on a "
+                             "shared machine cancels at the scale of one job, not of a round)")
     args = parser.parse_args()
-    runs = args.rounds * args.pairs + 1000
+    runs = args.rounds * (args.pairs + 20) + 1000
     dsns = [database("ab_a", args.a.resolve(), runs), database("ab_b", args.b.resolve(), runs)]
     step = c.ff_single_step("ab")
     conns = [c.connect(d) for d in dsns]
@@ -62,7 +67,11 @@ def main() -> None:
         a_us, b_us, ratios = [], [], []
         for r in range(args.rounds):
             order = (0, 1) if r % 2 == 0 else (1, 0)
-            got = {i: timed(conns[i], step, args.pairs) for i in order}
+            if args.interleave:
+                a, b = c.interleave((dsns[order[0]], dsns[order[1]]), (step, step), threads=1, jobs=args.pairs)
+                got = {order[0]: a, order[1]: b}
+            else:
+                got = {i: timed(conns[i], step, args.pairs) for i in order}
             a_us.append(got[0])
             b_us.append(got[1])
             ratios.append(got[0] / got[1])

@@ -1,26 +1,26 @@
 """(9) Flow control (issue 18): what it costs a queue that does not use it, and what a key limit costs.
 
-Three subjects, the bench_claim loop (4 threads, ``claim(…, 1)`` then ``complete``, two
-commits per job, single-task runs pre-enqueued with ``start_run``), in alternating rounds:
+Three subjects, the bench_claim step (``claim(…, 1)`` then ``complete``, two commits per job,
+single-task runs pre-enqueued with ``start_runs``), each in a database of its own:
 
-* **before** — a database migrated with this tree's SQL with flow control compiled out
+* **before** — migrated with this tree's SQL with flow control compiled out
   (``compiled_out``: the claim's flow probe, the two flow columns its update writes and the
   release triggers removed from a copy of ``sql/``; a pattern that no longer matches stops the
   script), queue ``default``. ``FF_BENCH_FLOW_BASE=<commit>`` takes ``git archive`` of that
   commit's ``sql/`` instead (the commit before flow control was adc8b4a; everything merged since
   is then on the "no limit" side too);
-* **no limit** — a database migrated with this tree's SQL, queue ``default`` (no flow control:
-  the claim's ``EXISTS`` on ``queue_flow_idx``, the flow columns and the release trigger's WHEN
-  clause are all it pays);
-* **key limit** — a third database with this tree's SQL, queue ``keyed``: every task declares
+* **no limit** — this tree's SQL, queue ``default`` (no flow control: the claim's ``EXISTS`` on
+  ``queue_flow_idx``, the flow columns and the release trigger's WHEN clause are all it pays);
+* **key limit** — this tree's SQL, queue ``keyed``: every task declares
   ``"concurrency": {"key": "$.run.k", "max": 1000}`` over 16 key values (never binding),
   so every claim takes the flow-control path: counters locked, lanes read, slots counted and
   given back by the release trigger.
 
-Figures: no limit vs before (target: at least 0.97, "nothing measurable") and key limit vs no
-limit (the stated cost of a limited queue; no target). Each ratio is the median of the
-per-round ratios: before and no limit run back to back, in alternating order, so both see
-the same machine; each subject has its own database (no backlog or dead rows of another).
+Each pair runs in turn job by job on each of 4 connections (``common.interleave``): rounds of
+seconds each saw a different machine (paired 4-s rounds had a standard deviation of 0.105 for a
+3 % target), job by job both sides see the same one. Figures: no limit vs before (cost before /
+cost now, target at least 0.97, "nothing measurable") and key limit vs no limit (the stated
+cost of a limited queue; no target), each the median of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -120,12 +120,10 @@ def keyed_enqueue(dsn: str, n: int) -> None:
                      "FROM generate_series(1, %s) g", [n])
 
 
-def paired_ratio(subject: c.Subject, baseline: c.Subject) -> float:
-    return c.median([s / b for s, b in zip(subject.rates, baseline.rates)])
-
-
 def main() -> None:
-    n_rounds, seconds = c.rounds(5), c.round_seconds(4.0, 2.0)
+    n_rounds, jobs = c.rounds(5), c.scale(400, 120)
+    threads, warmup = 4, 20
+    per_round = threads * (jobs + warmup)
     with tempfile.TemporaryDirectory() as tmp:
         old_sql = base_sql(Path(tmp))
         # Each subject in a database of its own, so none reads past another's backlog or dead rows.
@@ -133,40 +131,56 @@ def main() -> None:
         c.define(new, c.SINGLE_SPEC)
         keyed_db = database_with("flow_keyed", None)
         c.define(keyed_db, KEYED_SPEC)
-        before = None
+        old = None
         if old_sql is not None:
             old = database_with("flow_base", old_sql)
             c.define(old, c.SINGLE_SPEC)
-            before = c.Subject("before", old, c.ff_single_step(), lambda n: c.start_runs(old, "single", n),
-                               first_guess=1000)
+            c.start_runs(old, "single", n_rounds * per_round + 100)
         else:
             c.progress(f"no SQL of {BASE_LABEL} (git archive failed): the before/after figure is skipped")
-        plain = c.Subject("no limit", new, c.ff_single_step(), lambda n: c.start_runs(new, "single", n), first_guess=1000)
-        keyed = c.Subject("key limit", keyed_db, keyed_step, lambda n: keyed_enqueue(keyed_db, n), first_guess=1000)
-        subjects = [s for s in (before, plain, keyed) if s is not None]
-        for s in subjects:
-            s.round(1.0)  # warm up: plans, caches
-            s.rates.clear()
+        # "no limit" is in both pairs: against before, then against the key limit.
+        c.start_runs(new, "single", 2 * n_rounds * per_round + 100)
+        keyed_enqueue(keyed_db, n_rounds * per_round + 100)
+        for dsn in (new, keyed_db) + ((old,) if old else ()):
+            with c.connect(dsn) as conn:
+                conn.execute("VACUUM ANALYZE")
+        step = c.ff_single_step()
+        us = {"before": [], "no limit": [], "no limit (keyed pair)": [], "key limit": []}
         for r in range(n_rounds):
-            # The pair under test back to back, in alternating order; the key limit after it.
-            pair = [before, plain] if r % 2 == 0 else [plain, before]
-            for s in [x for x in pair if x is not None] + [keyed]:
-                s.round(seconds)
-            c.progress(f"round {r + 1}/{n_rounds}: " + ", ".join(f"{s.name} {s.rates[-1]:,.0f}/s" for s in subjects))
-    note = f"median of {n_rounds} paired {seconds:g}s rounds, 4 conns"
-    if before is not None:
-        ratio = paired_ratio(plain, before)
-        c.figure("claim+complete, a queue without flow control vs before it", plain.median, "jobs/s",
-                 baseline=f"before flow control ({BASE_LABEL})", baseline_value=before.median, ratio=ratio,
+            # Job by job in turn on each of 4 threads (common.interleave); the side first alternates by round.
+            if old is not None:
+                pair = (old, new) if r % 2 == 0 else (new, old)
+                got = dict(zip(pair, c.interleave(pair, (step, step), threads=threads, jobs=jobs, warmup=warmup)))
+                us["before"].append(got[old])
+                us["no limit"].append(got[new])
+            plain_us, keyed_us = c.interleave((new, keyed_db), (step, keyed_step), threads=threads, jobs=jobs,
+                                              warmup=warmup)
+            us["no limit (keyed pair)"].append(plain_us)
+            us["key limit"].append(keyed_us)
+            c.progress(f"round {r + 1}/{n_rounds}: " + ", ".join(f"{k} {v[-1]:,.0f} us/job" for k, v in us.items() if v))
+    note = f"median of {n_rounds} rounds of {jobs} jobs a side on each of {threads} conns, the two sides in turn job by job"
+
+    def rate(name: str) -> float:
+        return threads * 1e6 / c.median(us[name])  # jobs/s of one side at this concurrency
+
+    if old is not None:
+        # Cost before / cost now per round: 1.0 is "nothing measurable", below is what flow control costs.
+        ratio = c.median([b / n for b, n in zip(us["before"], us["no limit"])])
+        c.figure("claim+complete, a queue without flow control vs before it", rate("no limit"), "jobs/s",
+                 baseline=f"before flow control ({BASE_LABEL})", baseline_value=rate("before"), ratio=ratio,
                  target=f">= {TARGET}", met=ratio >= TARGET, note=note,
                  chart={"kind": "bars", "labels": [f"before ({BASE_LABEL})", "no limit"],
-                        "values": [before.median, plain.median], "rounds": [before.rates, plain.rates],
+                        "values": [rate("before"), rate("no limit")],
+                        "rounds": [[threads * 1e6 / u for u in us["before"]],
+                                   [threads * 1e6 / u for u in us["no limit"]]],
                         "unit": "jobs/s"})
-    ratio = paired_ratio(keyed, plain)
-    c.figure("claim+complete with a concurrency key (never binding) vs none", keyed.median, "jobs/s",
-             baseline="no limit", baseline_value=plain.median, ratio=ratio, note=note,
-             chart={"kind": "bars", "labels": ["no limit", "key limit"], "values": [plain.median, keyed.median],
-                    "rounds": [plain.rates, keyed.rates], "unit": "jobs/s"})
+    ratio = c.median([n / k for n, k in zip(us["no limit (keyed pair)"], us["key limit"])])
+    c.figure("claim+complete with a concurrency key (never binding) vs none", rate("key limit"), "jobs/s",
+             baseline="no limit", baseline_value=rate("no limit (keyed pair)"), ratio=ratio, note=note,
+             chart={"kind": "bars", "labels": ["no limit", "key limit"],
+                    "values": [rate("no limit (keyed pair)"), rate("key limit")],
+                    "rounds": [[threads * 1e6 / u for u in us["no limit (keyed pair)"]],
+                               [threads * 1e6 / u for u in us["key limit"]]], "unit": "jobs/s"})
 
 
 if __name__ == "__main__":

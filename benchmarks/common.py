@@ -292,6 +292,57 @@ def drain(dsn: str, step: Callable[[psycopg.Connection, int], int], *, threads: 
     return sum(done), elapsed
 
 
+def interleave(dsns: tuple[str, str], steps: tuple[Callable[[psycopg.Connection, int], int], ...], *,
+               threads: int = 4, jobs: int = 500, warmup: int = 20) -> tuple[float, float]:
+    """Two subjects in turn, job by job, on each of ``threads`` threads: each thread holds a
+    connection to both databases and runs ``jobs`` of each, alternating (the side that goes first
+    alternates too). Drift on a shared machine then cancels at the scale of one job, where rounds
+    of seconds each see a different machine. The first ``warmup`` jobs of each side on each new
+    connection (plans, caches) are not timed. Returns each side's mean µs per job (wall time of
+    its timed steps, summed over the threads, divided by its jobs). A step that finds nothing is
+    tried again (1 ms later, on its side's time); 200 in a row stop the script: the caller queues
+    the backlog (``(jobs + warmup) * threads`` a side)."""
+    conns = [[connect(d) for d in dsns] for _ in range(threads)]
+    spent = [[0.0, 0.0] for _ in range(threads)]
+    start = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def loop(t: int) -> None:
+        try:
+            for k in range(warmup):
+                for side in (0, 1):
+                    if not steps[side](conns[t][side], t):
+                        raise SystemExit(f"interleave: side {side} ran out of backlog; queue more before")
+            start.wait()
+            for k in range(jobs):
+                for side in ((0, 1) if (k + t) % 2 == 0 else (1, 0)):
+                    t0 = time.perf_counter()
+                    empty = 0
+                    # A claim may find every candidate locked by the other threads (a flow-control
+                    # key's gate is taken SKIP LOCKED): it tries again, and its side pays for it.
+                    while not steps[side](conns[t][side], t):
+                        empty += 1
+                        if empty > 200:
+                            raise SystemExit(f"interleave: side {side} ran out of backlog; queue more before")
+                        time.sleep(0.001)
+                    spent[t][side] += time.perf_counter() - t0
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+            start.abort()  # the others must not wait at the barrier for this thread
+
+    workers = [threading.Thread(target=loop, args=(t,), daemon=True) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for pair in conns:
+        for conn in pair:
+            conn.close()
+    if errors:
+        raise errors[0]
+    return tuple(sum(s[side] for s in spent) / (threads * jobs) * 1e6 for side in (0, 1))
+
+
 class Subject:
     """One side of a comparison: a step to drain with and a way to keep a backlog of work queued.
 

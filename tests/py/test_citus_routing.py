@@ -103,13 +103,14 @@ def test_only_what_scale_md_keeps_open_does_not_route(audited):
 
 
 def test_a_statement_that_loses_its_organization_filter_is_named(migrated_dsn):
-    """The audit is not blind to the statements it passes: take the filter out of _settle_run and it is listed."""
+    """The audit is not blind to the statements it passes: take the filter out of complete's run update (the
+    statement that settles the run) and it is listed."""
     router_audit.prepare(migrated_dsn)
-    signature = "flowforge._settle_run(uuid,uuid,integer,integer,timestamp with time zone)"
+    signature = "flowforge.complete(uuid,bigint,jsonb)"
     with psycopg.connect(migrated_dsn, autocommit=True) as conn:
         definition = conn.execute("SELECT pg_get_functiondef(%s::regprocedure)", (signature,)).fetchone()[0]
-        assert definition.count("AND r.organization_id = p_org") == 1
-        conn.execute(definition.replace("AND r.organization_id = p_org", ""))
+        assert definition.count("AND r.organization_id = v_org AND r.state") == 1
+        conn.execute(definition.replace("AND r.organization_id = v_org AND r.state", "AND r.state"))
 
     def one_task(api, conn, expire) -> None:
         api.start_run(workloads.SPECS["single"]["name"])
@@ -117,4 +118,4 @@ def test_a_statement_that_loses_its_organization_filter_is_named(migrated_dsn):
         api.complete(task.task_run_id, task.fencing_token, {"ok": True})
 
     results = router_audit.audit(migrated_dsn, one_task)
-    assert {function for function, _ in results.get("complete", {})} == {"_settle_run"}, _listing(results, results)
+    assert {function for function, _ in results.get("complete", {})} == {"complete"}, _listing(results, results)

@@ -8,7 +8,8 @@ plan chose it and walked every live run of the organization on each run's end
 (auto_explain, 10,000 runs queued: 9,997 rows filtered, 1.2 ms per completion). The statements now keep the first end by coalesce, so only
 engine_run_tenant_run_uq (organization_id, run_id) fits.
 
-Each statement below is checked against its function's source (test_core_explain's
+complete settles a run in its own statement (the DAG's hook inline) and carries a third
+copy. Each statement below is checked against its function's source (test_core_explain's
 copy check), then its generic plan is explained as the function's owner on a
 database holding 5,000 live runs and no statistics (no ANALYZE: the case that chose
 the walk).
@@ -42,6 +43,15 @@ FROM settled s
 WHERE s.state <> 'running' AND e.organization_id = s.organization_id AND e.run_id = {run}
 """
 SETTLED_END_SOURCE = {"now": "p_now", "run": "p_run_id"}
+
+COMPLETE = "flowforge.complete(uuid,bigint,jsonb)"
+# complete's own copy (its one statement settles the run), joined to the task it completed.
+COMPLETED_END = """
+UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest({now}, e.created_at))
+FROM done d
+WHERE d.run_state <> 'running' AND e.organization_id = {org} AND e.run_id = d.workflow_run_id
+"""
+COMPLETED_END_SOURCE = {"now": "v_now", "org": "v_org"}
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +98,13 @@ def test_settle_run_end_uses_the_directory_key(conn):
     nodes = _explain(conn, f"EXECUTE settled_end(now(), {ORG}, flowforge.uuid7())", SETTLE_RUN, prepare)
     _assert_keyed(nodes)
 
+
+
+def test_complete_end_uses_the_directory_key(conn):
+    _check_copy(conn, COMPLETE, COMPLETED_END, COMPLETED_END_SOURCE)
+    # The done CTE stands for the task row the statement's task update returned.
+    query = ("WITH done AS (SELECT 'succeeded'::varchar AS run_state, $3::uuid AS workflow_run_id) "
+             + COMPLETED_END.format(now="$1", org="$2"))
+    prepare = "PREPARE completed_end(timestamptz, uuid, uuid) AS " + query
+    nodes = _explain(conn, f"EXECUTE completed_end(now(), {ORG}, flowforge.uuid7())", COMPLETE, prepare)
+    _assert_keyed(nodes)

@@ -10,7 +10,9 @@
 -- explained by _refuse_task_write (FF001 / FF004 / FF005).
 --
 -- These know fencing tokens, leases and retries; what a task's success or
--- failure means for its run goes through the engine hooks (25_engine_hooks.sql).
+-- failure means for its run goes through the engine hooks (25_engine_hooks.sql),
+-- except complete's settle: task_run is the DAG's unit, and complete's one
+-- statement settles the run as the DAG's hook would (twin-tested).
 -- claim and complete build their event rows and claim its input inline, as
 -- measured fast paths (docs/execution-model.md); the twin tests keep them in
 -- step with _append_events, _task_input and complete_many.
@@ -307,15 +309,24 @@ DECLARE
     v_task record;
 BEGIN
     PERFORM flowforge._check_size(complete.output, 'task output');
-    -- Lock order: the run first. The materialized CTE locks it before the
-    -- UPDATE below reaches the task row, in one statement. A running task
-    -- only exists in a running run.
-    WITH run AS MATERIALIZED (
-        SELECT r.id FROM flowforge.workflow_run r
+    -- One statement (docs/execution-model.md, "complete's one statement"): the run's counters
+    -- first, which is the lock order (run, then task), then the task, its event and, when this
+    -- was the run's last task, the run's end: its event after the task's (one INSERT, rows in
+    -- that order) and the directory's first-write-wins end. This is the DAG's settle inline
+    -- (_dag_task_succeeded's, twin-tested: complete_matches_settle_hook.sql). A task run that
+    -- is not running under this token raises below (_refuse_task_write), which undoes the
+    -- counters with the rest. A running task only exists in a running run.
+    WITH run AS (
+        UPDATE flowforge.workflow_run r
+        SET tasks_remaining = r.tasks_remaining - 1,
+            state = CASE WHEN r.tasks_remaining = 1
+                         THEN CASE WHEN r.tasks_failed > 0 THEN 'failed' ELSE 'succeeded' END
+                         ELSE r.state END,
+            finished_at = CASE WHEN r.tasks_remaining = 1 THEN v_now END
         WHERE r.id = (SELECT tr.workflow_run_id FROM flowforge.task_run tr
                       WHERE tr.id = complete.task_run_id AND tr.organization_id = v_org)
-          AND r.organization_id = v_org
-        FOR NO KEY UPDATE
+          AND r.organization_id = v_org AND r.state = 'running'
+        RETURNING r.id, r.state, r.tasks_failed
     ), done AS (
         UPDATE flowforge.task_run tr
         SET state = 'succeeded', output = complete.output, finished_at = v_now, lease_expires_at = NULL, error = NULL
@@ -326,21 +337,36 @@ BEGIN
           AND tr.state = 'running'
           AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
           AND tr.organization_id = v_org
-        RETURNING tr.organization_id, tr.workflow_run_id, tr.task_id, tr.attempt
-    ), event AS (
-        -- Fast path: the event row inline (see _append_events).
-        INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
-                                              fencing_token, attempt, created_at)
-        SELECT d.organization_id, d.workflow_run_id, complete.task_run_id, 'completed', 'running', 'succeeded',
-               complete.fencing_token, d.attempt, v_now
+        RETURNING tr.workflow_run_id, tr.task_id, tr.attempt, run.state AS run_state, run.tasks_failed
+    ), ended AS (
+        -- First write wins by coalesce, as in _record_run_ended.
+        UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest(v_now, e.created_at))
         FROM done d
+        WHERE d.run_state <> 'running' AND e.organization_id = v_org AND e.run_id = d.workflow_run_id
+    ), events AS (
+        -- Fast path: the event rows inline (see _append_events), the task's first.
+        INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
+                                              fencing_token, attempt, detail, created_at)
+        SELECT v_org, d.workflow_run_id, complete.task_run_id, 'completed', 'running', 'succeeded',
+               complete.fencing_token, d.attempt, NULL::jsonb, v_now
+        FROM done d
+        UNION ALL
+        SELECT v_org, d.workflow_run_id, NULL, 'run_' || d.run_state, 'running', d.run_state, NULL, NULL,
+               jsonb_build_object('tasks_failed', d.tasks_failed), v_now
+        FROM done d WHERE d.run_state <> 'running'
     )
-    SELECT d.workflow_run_id, d.task_id INTO v_task FROM done d;
+    SELECT d.workflow_run_id, d.task_id,
+           EXISTS (SELECT 1 FROM flowforge.task_dependency td
+                   WHERE td.depends_on_task_id = d.task_id AND td.organization_id = v_org) AS has_dependents
+    INTO v_task FROM done d;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
     END IF;
-    PERFORM flowforge._on_task_succeeded('dag', v_org, v_task.workflow_run_id, complete.task_run_id, v_task.task_id,
-                                         v_now);
+    -- The rest of the DAG's success hook: dependents waiting only on this task become ready.
+    -- A leaf (most tasks of small runs) pays no call.
+    IF v_task.has_dependents THEN
+        PERFORM flowforge._release_dependents(v_org, v_task.workflow_run_id, v_task.task_id, v_now);
+    END IF;
 END;
 $$;
 COMMENT ON FUNCTION flowforge.complete(uuid, bigint, jsonb) IS

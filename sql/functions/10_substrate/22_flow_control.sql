@@ -316,6 +316,10 @@ CREATE OR REPLACE FUNCTION flowforge._flow_pick(p_kind text, p_org uuid, p_queue
                                                 p_labels jsonb, p_task_names text[], p_engine_kinds text[],
                                                 OUT ids uuid[], OUT holders uuid[], OUT queue_holders uuid[])
 LANGUAGE plpgsql VOLATILE
+-- The lines statement's generic plan is estimated far above jit_above_cost once the backlog is a
+-- few thousand units (a lane count the planner cannot know), and JIT-compiling its 61 expressions
+-- took 68 ms a claim, for a statement that runs in 2 (regressions/flow_pick_jit_compiled_every_keyed_claim.sql).
+SET jit = off
 AS $$
 DECLARE
     c_scan constant integer := 1000;  -- how far the unkeyed line of a queue looks past keyed units
