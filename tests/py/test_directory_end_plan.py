@@ -9,7 +9,7 @@ plan chose it and walked every live run of the organization on each run's end
 engine_run_tenant_run_uq (organization_id, run_id) fits.
 
 complete settles a run in its own statement (the DAG's hook inline) and carries a third
-copy. Each statement below is checked against its function's source (test_core_explain's
+copy; _graph_finish (a graph run's end, one statement) a fourth. Each statement below is checked against its function's source (test_core_explain's
 copy check), then its generic plan is explained as the function's owner on a
 database holding 5,000 live runs and no statistics (no ANALYZE: the case that chose
 the walk).
@@ -52,6 +52,15 @@ FROM done d
 WHERE d.run_state <> 'running' AND e.organization_id = {org} AND e.run_id = d.workflow_run_id
 """
 COMPLETED_END_SOURCE = {"now": "v_now", "org": "v_org"}
+
+GRAPH_FINISH = "flowforge._graph_finish(uuid,uuid,text,text,text,timestamp with time zone)"
+# _graph_finish's copy (every graph run's end), joined to the graph run it ended.
+GRAPH_END = """
+UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest({now}, e.created_at))
+FROM ended_run g
+WHERE e.organization_id = {org} AND e.run_id = g.run_id
+"""
+GRAPH_END_SOURCE = {"now": "p_now", "org": "p_org"}
 
 
 @pytest.fixture(scope="module")
@@ -107,4 +116,13 @@ def test_complete_end_uses_the_directory_key(conn):
              + COMPLETED_END.format(now="$1", org="$2"))
     prepare = "PREPARE completed_end(timestamptz, uuid, uuid) AS " + query
     nodes = _explain(conn, f"EXECUTE completed_end(now(), {ORG}, flowforge.uuid7())", COMPLETE, prepare)
+    _assert_keyed(nodes)
+
+
+def test_graph_finish_end_uses_the_directory_key(conn):
+    _check_copy(conn, GRAPH_FINISH, GRAPH_END, GRAPH_END_SOURCE)
+    # The ended_run CTE stands for the graph run the statement's first part ended.
+    query = "WITH ended_run AS (SELECT $3::uuid AS run_id) " + GRAPH_END.format(now="$1", org="$2")
+    prepare = "PREPARE graph_end(timestamptz, uuid, uuid) AS " + query
+    nodes = _explain(conn, f"EXECUTE graph_end(now(), {ORG}, flowforge.uuid7())", GRAPH_FINISH, prepare)
     _assert_keyed(nodes)

@@ -288,22 +288,28 @@ BEGIN
                                    WHERE w.id = complete_work.work_item_id AND w.organization_id = v_org)) IS NULL THEN
         PERFORM flowforge._refuse_item_write(complete_work.work_item_id, complete_work.fencing_token, 'complete_work');
     END IF;
-    UPDATE flowforge.work_item w
-    SET status = 'completed', output = complete_work.output, completed_at = greatest(v_now, w.dispatched_at),
-        lease_expires_at = NULL, error = NULL
-    WHERE w.id = complete_work.work_item_id
-      AND w.fencing_token = complete_work.fencing_token
-      AND w.status = 'dispatched'
-      AND w.leased_by IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
-      AND w.organization_id = v_org
-    RETURNING w.run_id, flowforge._unit_kind(w.engine_kind, w.checkpoint_id) AS engine_kind, w.task_id, w.retry_count
-    INTO v_item;
+    WITH done AS (
+        UPDATE flowforge.work_item w
+        SET status = 'completed', output = complete_work.output, completed_at = greatest(v_now, w.dispatched_at),
+            lease_expires_at = NULL, error = NULL
+        WHERE w.id = complete_work.work_item_id
+          AND w.fencing_token = complete_work.fencing_token
+          AND w.status = 'dispatched'
+          AND w.leased_by IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
+          AND w.organization_id = v_org
+        RETURNING w.run_id, flowforge._unit_kind(w.engine_kind, w.checkpoint_id) AS engine_kind, w.task_id, w.retry_count
+    ), event AS (
+        -- Fast path, measured (the graph step): the event row inline (see _append_events).
+        INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, work_item_id, kind, from_state, to_state,
+                                              fencing_token, attempt, created_at)
+        SELECT v_org, d.run_id, complete_work.work_item_id, 'completed', 'dispatched', 'completed',
+               complete_work.fencing_token, d.retry_count + 1, v_now
+        FROM done d
+    )
+    SELECT d.run_id, d.engine_kind, d.task_id INTO v_item FROM done d;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_item_write(complete_work.work_item_id, complete_work.fencing_token, 'complete_work');
     END IF;
-    PERFORM flowforge._append_events(v_org, v_item.run_id, 'completed', ARRAY[NULL::uuid], ARRAY['dispatched'],
-                                     ARRAY['completed'], ARRAY[complete_work.fencing_token], ARRAY[v_item.retry_count + 1],
-                                     ARRAY[NULL::jsonb], v_now, ARRAY[complete_work.work_item_id]);
     PERFORM flowforge._on_task_succeeded(v_item.engine_kind, v_org, v_item.run_id, complete_work.work_item_id,
                                          v_item.task_id, v_now);
 END;

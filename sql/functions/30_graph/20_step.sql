@@ -12,16 +12,25 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
 BEGIN
-    UPDATE flowforge.graph_run g
-    SET status = p_status, reason = p_reason, error = p_error, finished_at = greatest(p_now, g.started_at),
-        updated_at = p_now
-    WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running';
-    IF FOUND THEN
-        PERFORM flowforge._append_events(p_org, p_run_id, 'run_' || p_status, ARRAY[NULL::uuid], ARRAY['running'],
-            ARRAY[p_status], ARRAY[NULL::bigint], ARRAY[NULL::integer],
-            ARRAY[jsonb_strip_nulls(jsonb_build_object('reason', p_reason, 'error', left(p_error, 1000)))], p_now);
-        PERFORM flowforge._record_run_ended(p_org, p_run_id, p_now);
-    END IF;
+    -- One statement (every graph run ends here): the run, its directory row's end and its
+    -- event. Fast path, measured (docs/execution-model.md, "the graph step"): the event row
+    -- and the first-write-wins end inline, as _append_events and _record_run_ended write
+    -- them (the directory-end plan test holds this copy too).
+    WITH ended_run AS (
+        UPDATE flowforge.graph_run g
+        SET status = p_status, reason = p_reason, error = p_error, finished_at = greatest(p_now, g.started_at),
+            updated_at = p_now
+        WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running'
+        RETURNING g.run_id
+    ), ended AS (
+        UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest(p_now, e.created_at))
+        FROM ended_run g
+        WHERE e.organization_id = p_org AND e.run_id = g.run_id
+    )
+    INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind, from_state, to_state, detail, created_at)
+    SELECT p_org, g.run_id, 'run_' || p_status, 'running', p_status,
+           jsonb_strip_nulls(jsonb_build_object('reason', p_reason, 'error', left(p_error, 1000))), p_now
+    FROM ended_run g;
 END;
 $$;
 COMMENT ON FUNCTION flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz) IS
