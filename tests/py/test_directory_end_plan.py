@@ -98,31 +98,25 @@ def test_record_run_ended_uses_the_directory_key(conn):
     _assert_keyed(nodes)
 
 
-def test_settle_run_end_uses_the_directory_key(conn):
-    _check_copy(conn, SETTLE_RUN, SETTLED_END, SETTLED_END_SOURCE)
-    # The settled CTE stands for the run the statement's first part updated.
-    query = ("WITH settled AS (SELECT 'succeeded'::varchar AS state, $2::uuid AS organization_id) "
-             + SETTLED_END.format(now="$1", run="$3"))
-    prepare = "PREPARE settled_end(timestamptz, uuid, uuid) AS " + query
-    nodes = _explain(conn, f"EXECUTE settled_end(now(), {ORG}, flowforge.uuid7())", SETTLE_RUN, prepare)
-    _assert_keyed(nodes)
+# The copies joined to the row their statement's first part wrote: each with a CTE that
+# stands for that row ($2 the organization, $3 the run), and its placeholders' values.
+JOINED_COPIES = {
+    "settle_run": (SETTLE_RUN, SETTLED_END, SETTLED_END_SOURCE,
+                   "WITH settled AS (SELECT 'succeeded'::varchar AS state, $2::uuid AS organization_id) ",
+                   {"now": "$1", "run": "$3"}),
+    "complete": (COMPLETE, COMPLETED_END, COMPLETED_END_SOURCE,
+                 "WITH done AS (SELECT 'succeeded'::varchar AS run_state, $3::uuid AS workflow_run_id) ",
+                 {"now": "$1", "org": "$2"}),
+    "graph_finish": (GRAPH_FINISH, GRAPH_END, GRAPH_END_SOURCE,
+                     "WITH ended_run AS (SELECT $3::uuid AS run_id) ",
+                     {"now": "$1", "org": "$2"}),
+}
 
 
-
-def test_complete_end_uses_the_directory_key(conn):
-    _check_copy(conn, COMPLETE, COMPLETED_END, COMPLETED_END_SOURCE)
-    # The done CTE stands for the task row the statement's task update returned.
-    query = ("WITH done AS (SELECT 'succeeded'::varchar AS run_state, $3::uuid AS workflow_run_id) "
-             + COMPLETED_END.format(now="$1", org="$2"))
-    prepare = "PREPARE completed_end(timestamptz, uuid, uuid) AS " + query
-    nodes = _explain(conn, f"EXECUTE completed_end(now(), {ORG}, flowforge.uuid7())", COMPLETE, prepare)
-    _assert_keyed(nodes)
-
-
-def test_graph_finish_end_uses_the_directory_key(conn):
-    _check_copy(conn, GRAPH_FINISH, GRAPH_END, GRAPH_END_SOURCE)
-    # The ended_run CTE stands for the graph run the statement's first part ended.
-    query = "WITH ended_run AS (SELECT $3::uuid AS run_id) " + GRAPH_END.format(now="$1", org="$2")
-    prepare = "PREPARE graph_end(timestamptz, uuid, uuid) AS " + query
-    nodes = _explain(conn, f"EXECUTE graph_end(now(), {ORG}, flowforge.uuid7())", GRAPH_FINISH, prepare)
+@pytest.mark.parametrize("copy", sorted(JOINED_COPIES))
+def test_joined_end_uses_the_directory_key(conn, copy):
+    signature, template, source_names, stand_in, params = JOINED_COPIES[copy]
+    _check_copy(conn, signature, template, source_names)
+    prepare = "PREPARE joined_end(timestamptz, uuid, uuid) AS " + stand_in + template.format(**params)
+    nodes = _explain(conn, f"EXECUTE joined_end(now(), {ORG}, flowforge.uuid7())", signature, prepare)
     _assert_keyed(nodes)
