@@ -8,7 +8,9 @@ Prints each side's median µs per job and the per-round cost ratio A / B with it
 
     .venv/bin/python benchmarks/ab_claim.py --a sql --b /path/to/other/tree/sql --rounds 20 --pairs 1500
 
-``--interleave`` alternates the two job by job instead of round by round.
+``--interleave`` alternates the two job by job instead of round by round. ``--workflow`` queues
+runs of bench_dag's shapes instead of single-task runs (``diamond``, ``fan10``, ``fan50``,
+``fan200``): a job is then one task of a DAG run, its dependents' release included.
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ import time
 from pathlib import Path
 
 import common as c
+from bench_dag import DIAMOND, fan_spec
+
+WORKFLOWS = {"single": (c.SINGLE_SPEC, 1), "diamond": (DIAMOND, 4),
+             **{f"fan{w}": (fan_spec(w), w + 2) for w in (10, 50, 200)}}
 
 
-def database(label: str, sql_dir: Path, runs: int) -> str:
+def database(label: str, sql_dir: Path, jobs: int, workflow: str) -> str:
     saved = os.environ.get("FLOWFORGE_SQL_DIR")
     os.environ["FLOWFORGE_SQL_DIR"] = str(sql_dir)
     try:
@@ -32,8 +38,9 @@ def database(label: str, sql_dir: Path, runs: int) -> str:
             os.environ.pop("FLOWFORGE_SQL_DIR", None)
         else:
             os.environ["FLOWFORGE_SQL_DIR"] = saved
-    c.define(dsn, c.SINGLE_SPEC)
-    c.start_runs(dsn, "single", runs)
+    spec, tasks = WORKFLOWS[workflow]
+    c.define(dsn, spec)
+    c.start_runs(dsn, spec["name"], jobs // tasks + 2)
     with c.connect(dsn) as conn:
         conn.execute("VACUUM ANALYZE")
     return dsn
@@ -56,9 +63,12 @@ def main() -> None:
     parser.add_argument("--interleave", action="store_true",
                         help="alternate A and B job by job inside each round (common.interleave: drift on a "
                              "shared machine cancels at the scale of one job, not of a round)")
+    parser.add_argument("--workflow", choices=sorted(WORKFLOWS), default="single",
+                        help="the runs queued: single-task runs or one of bench_dag's shapes")
     args = parser.parse_args()
-    runs = args.rounds * (args.pairs + 20) + 1000
-    dsns = [database("ab_a", args.a.resolve(), runs), database("ab_b", args.b.resolve(), runs)]
+    jobs = args.rounds * (args.pairs + 20) + 1000
+    dsns = [database("ab_a", args.a.resolve(), jobs, args.workflow),
+            database("ab_b", args.b.resolve(), jobs, args.workflow)]
     step = c.ff_single_step("ab")
     conns = [c.connect(d) for d in dsns]
     try:
