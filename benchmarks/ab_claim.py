@@ -11,6 +11,9 @@ Prints each side's median µs per job and the per-round cost ratio A / B with it
 ``--interleave`` alternates the two job by job instead of round by round. ``--workflow`` queues
 runs of bench_dag's shapes instead of single-task runs (``diamond``, ``fan10``, ``fan50``,
 ``fan200``): a job is then one task of a DAG run, its dependents' release included.
+``--batch N`` makes a job bench_batch's ``claim(batch => N)`` + ``complete_many`` of what it took.
+``--b-ddl SQL`` runs SQL in B's database after its migration: one schema change measured alone
+(``--a sql --b sql --b-ddl "DROP INDEX ..."``).
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ import time
 from pathlib import Path
 
 import common as c
+from bench_batch import ff_batch_step
 from bench_dag import DIAMOND, fan_spec
 
 WORKFLOWS = {"single": (c.SINGLE_SPEC, 1), "diamond": (DIAMOND, 4),
              **{f"fan{w}": (fan_spec(w), w + 2) for w in (10, 50, 200)}}
 
 
-def database(label: str, sql_dir: Path, jobs: int, workflow: str) -> str:
+def database(label: str, sql_dir: Path, jobs: int, workflow: str, ddl: str | None = None) -> str:
     saved = os.environ.get("FLOWFORGE_SQL_DIR")
     os.environ["FLOWFORGE_SQL_DIR"] = str(sql_dir)
     try:
@@ -38,6 +42,9 @@ def database(label: str, sql_dir: Path, jobs: int, workflow: str) -> str:
             os.environ.pop("FLOWFORGE_SQL_DIR", None)
         else:
             os.environ["FLOWFORGE_SQL_DIR"] = saved
+    if ddl:
+        with c.connect(dsn) as conn:
+            conn.execute(ddl)
     spec, tasks = WORKFLOWS[workflow]
     c.define(dsn, spec)
     c.start_runs(dsn, spec["name"], jobs // tasks + 2)
@@ -65,11 +72,14 @@ def main() -> None:
                              "shared machine cancels at the scale of one job, not of a round)")
     parser.add_argument("--workflow", choices=sorted(WORKFLOWS), default="single",
                         help="the runs queued: single-task runs or one of bench_dag's shapes")
+    parser.add_argument("--batch", type=int, default=1,
+                        help="claim this many at a time and complete them with one complete_many")
+    parser.add_argument("--b-ddl", help="SQL run in B's database after its migration (a schema change alone)")
     args = parser.parse_args()
-    jobs = args.rounds * (args.pairs + 20) + 1000
+    jobs = (args.rounds * (args.pairs + 20) + 1000) * args.batch
     dsns = [database("ab_a", args.a.resolve(), jobs, args.workflow),
-            database("ab_b", args.b.resolve(), jobs, args.workflow)]
-    step = c.ff_single_step("ab")
+            database("ab_b", args.b.resolve(), jobs, args.workflow, args.b_ddl)]
+    step = c.ff_single_step("ab") if args.batch == 1 else ff_batch_step(args.batch)
     conns = [c.connect(d) for d in dsns]
     try:
         for conn in conns:
