@@ -34,6 +34,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("flowforge.commands.org", "org"),
     ("flowforge.commands.trigger", "trigger"),
     ("flowforge.commands.daemon", "daemon"),
+    ("flowforge.commands.purge", "purge"),
     ("flowforge.commands.serve", "serve"),
     ("flowforge.commands.server", "status"),
     ("flowforge.commands.server", "stop"),

@@ -351,6 +351,15 @@ class Client:
     def reap_expired_leases(self, max_rows: int = 1000) -> int:
         return fetch_value(self.conn, queries.REAP_EXPIRED_LEASES, {"max_rows": max_rows})
 
+    def purge(self, older_than: Interval, dry_run: bool = True, batch_size: int = 1000) -> dict:
+        """Retention, one batch: the runs that ended more than ``older_than`` ago and what hangs off them.
+
+        With ``dry_run`` (the default) nothing is removed and the report says what would be;
+        ``report["more"]`` says another call has more to take (docs/operations.md, retention).
+        """
+        return fetch_value(self.conn, queries.PURGE,
+                           {"older_than": older_than, "dry_run": dry_run, "batch_size": batch_size})
+
     def listen_probe(self) -> None:
         """LISTEN on ``flowforge_probe``, where a process checks that LISTEN delivers (``db.listen``)."""
         execute(self.conn, queries.LISTEN_PROBE)

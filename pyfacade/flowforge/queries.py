@@ -541,6 +541,11 @@ LEAVE_DUTIES = "SELECT flowforge.leave_duties(engine_id => %(engine_id)s::text) 
 
 REAP_EXPIRED_LEASES = "SELECT flowforge.reap_expired_leases(max_rows => %(max_rows)s::int) AS reaped"
 
+PURGE = """
+SELECT flowforge.purge(older_than => %(older_than)s::interval, dry_run => %(dry_run)s::boolean,
+                       batch_size => %(batch_size)s::int) AS report
+"""
+
 # Available unpublished rows, each taken under a lease (its next_attempt_at moved
 # past it) that the caller commits at once: no lock is held across broker I/O.
 # payload::text: the body is sent exactly as the database wrote it.
