@@ -10,7 +10,8 @@ Prints each side's median µs per job and the per-round cost ratio A / B with it
 
 ``--interleave`` alternates the two job by job instead of round by round. ``--workflow`` queues
 runs of bench_dag's shapes instead of single-task runs (``diamond``, ``fan10``, ``fan50``,
-``fan200``): a job is then one task of a DAG run, its dependents' release included.
+``fan200``): a job is then one task of a DAG run, its dependents' release included; ``gstep`` queues
+bench_engines' two-node graph, and a job is its step (claim_work + complete_work, the edge, the end).
 ``--batch N`` makes a job bench_batch's ``claim(batch => N)`` + ``complete_many`` of what it took.
 ``--b-ddl SQL`` runs SQL in B's database after its migration: one schema change measured alone
 (``--a sql --b sql --b-ddl "DROP INDEX ..."``).
@@ -27,9 +28,11 @@ from pathlib import Path
 import common as c
 from bench_batch import ff_batch_step
 from bench_dag import DIAMOND, fan_spec
+from bench_engines import GRAPH, graph_step
 
 WORKFLOWS = {"single": (c.SINGLE_SPEC, 1), "diamond": (DIAMOND, 4),
-             **{f"fan{w}": (fan_spec(w), w + 2) for w in (10, 50, 200)}}
+             **{f"fan{w}": (fan_spec(w), w + 2) for w in (10, 50, 200)},
+             "gstep": (GRAPH, 1)}
 
 
 def database(label: str, sql_dir: Path, jobs: int, workflow: str, ddl: str | None = None) -> str:
@@ -79,7 +82,10 @@ def main() -> None:
     jobs = (args.rounds * (args.pairs + 20) + 1000) * args.batch
     dsns = [database("ab_a", args.a.resolve(), jobs, args.workflow),
             database("ab_b", args.b.resolve(), jobs, args.workflow, args.b_ddl)]
-    step = c.ff_single_step("ab") if args.batch == 1 else ff_batch_step(args.batch)
+    if args.workflow == "gstep":
+        step = graph_step
+    else:
+        step = c.ff_single_step("ab") if args.batch == 1 else ff_batch_step(args.batch)
     conns = [c.connect(d) for d in dsns]
     try:
         for conn in conns:
