@@ -53,7 +53,7 @@ WHERE d.run_state <> 'running' AND e.organization_id = {org} AND e.run_id = d.wo
 """
 COMPLETED_END_SOURCE = {"now": "v_now", "org": "v_org"}
 
-GRAPH_FINISH = "flowforge._graph_finish(uuid,uuid,text,text,text,timestamp with time zone)"
+GRAPH_FINISH = "flowforge._graph_finish(uuid,uuid,text,text,text,timestamp with time zone,jsonb)"
 # _graph_finish's copy (every graph run's end), joined to the graph run it ended.
 GRAPH_END = """
 UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest({now}, e.created_at))

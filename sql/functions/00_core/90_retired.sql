@@ -35,6 +35,10 @@ DROP FUNCTION IF EXISTS flowforge.configure_queue(text, text, text, interval);
 -- _dispatch_rows(ids, now) -> _dispatch_rows(ids, now, holders, queue_holders) (a flow-controlled push queue's
 -- units hold slots; issue 18).
 DROP FUNCTION IF EXISTS flowforge._dispatch_rows(uuid[], timestamptz);
+-- _graph_enter / _graph_finish gained p_state: the merged data written with the step or the end, one write of
+-- the run's row per step instead of two (stop 27).
+DROP FUNCTION IF EXISTS flowforge._graph_enter(uuid, uuid, uuid, timestamptz);
+DROP FUNCTION IF EXISTS flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz);
 -- Ownership and keyset listings (issue 19): the run's creator is passed down from _start_run (a trigger's runs
 -- belong to the trigger's creator), and every listing gained after (a cursor) and include_deleted / filters.
 DROP FUNCTION IF EXISTS flowforge._record_run(uuid, uuid, text, uuid, timestamptz, uuid, text, uuid);

@@ -7,7 +7,7 @@
 -- The run ends (succeeded at a final node, failed by its own rules or a node's
 -- failure, cancelled): its own row, its event, the directory.
 CREATE OR REPLACE FUNCTION flowforge._graph_finish(p_org uuid, p_run_id uuid, p_status text, p_reason text,
-                                                   p_error text, p_now timestamptz)
+                                                   p_error text, p_now timestamptz, p_state jsonb DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -19,7 +19,7 @@ BEGIN
     WITH ended_run AS (
         UPDATE flowforge.graph_run g
         SET status = p_status, reason = p_reason, error = p_error, finished_at = greatest(p_now, g.started_at),
-            updated_at = p_now
+            state = coalesce(p_state, g.state), updated_at = p_now
         WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running'
         RETURNING g.run_id
     ), ended AS (
@@ -33,13 +33,15 @@ BEGIN
     FROM ended_run g;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz) IS
-  'Internal: a running graph run ends with p_status (succeeded, failed, cancelled), reason and error; event '
+COMMENT ON FUNCTION flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz, jsonb) IS
+  'Internal: a running graph run ends with p_status (succeeded, failed, cancelled), reason and error, and with '
+  'p_state as its data when given (the completed node''s output merged by _graph_item_succeeded); event '
   'run_<status>; the directory row''s ended_at.';
 
 -- Enter a node: count the step (max_steps) and the visit (max_visits), append
 -- it to the walk, and either end the run (a final node) or queue the node's work.
-CREATE OR REPLACE FUNCTION flowforge._graph_enter(p_org uuid, p_run_id uuid, p_node_id uuid, p_now timestamptz)
+CREATE OR REPLACE FUNCTION flowforge._graph_enter(p_org uuid, p_run_id uuid, p_node_id uuid, p_now timestamptz,
+                                                  p_state jsonb DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -55,10 +57,12 @@ BEGIN
     IF v_node.max_visits IS NOT NULL AND coalesce(v_visits, 0) >= v_node.max_visits THEN
         PERFORM flowforge._graph_finish(p_org, p_run_id, 'failed', 'max_visits',
             format('node "%s" would be entered a %sth time (max_visits %s)', v_node.key, v_visits + 1, v_node.max_visits),
-            p_now);
+            p_now, p_state);
         RETURN;
     END IF;
-    UPDATE flowforge.graph_run g SET steps = g.steps + 1, task = v_node.key, updated_at = p_now
+    -- The step and the data the completed node merged (p_state) in one write of the run's row.
+    UPDATE flowforge.graph_run g
+    SET steps = g.steps + 1, task = v_node.key, state = coalesce(p_state, g.state), updated_at = p_now
     FROM flowforge.workflow w
     WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running' AND g.steps < g.max_steps
       AND w.id = g.definition_id AND w.organization_id = p_org
@@ -69,7 +73,7 @@ BEGIN
             format('entering node "%s" would be step %s, over max_steps %s', v_node.key,
                    (SELECT g.steps + 1 FROM flowforge.graph_run g WHERE g.organization_id = p_org AND g.run_id = p_run_id),
                    (SELECT g.max_steps FROM flowforge.graph_run g WHERE g.organization_id = p_org AND g.run_id = p_run_id)),
-            p_now);
+            p_now, p_state);
         RETURN;
     END IF;
     INSERT INTO flowforge.graph_visit AS v (organization_id, run_id, node, visits)
@@ -98,8 +102,9 @@ BEGIN
     END IF;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._graph_enter(uuid, uuid, uuid, timestamptz) IS
-  'Internal: run p_run_id enters node p_node_id — fails with reason max_visits or max_steps when that bound would be '
+COMMENT ON FUNCTION flowforge._graph_enter(uuid, uuid, uuid, timestamptz, jsonb) IS
+  'Internal: run p_run_id enters node p_node_id, its data becoming p_state when given (the output of the node it '
+  'leaves, merged) — fails with reason max_visits or max_steps when that bound would be '
   'crossed; otherwise steps + 1, the node''s visit count + 1, a graph_step row, and the node''s work item '
   '(payload {"state", "node", "visit"}; a fanning node''s is held by the engine and fans out over that input) or, '
   'for a final node, the run''s success.';
@@ -113,40 +118,42 @@ LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
     v_item record;
-    v_state jsonb;
-    v_doc jsonb;
-    v_next uuid;
+    v_step record;
 BEGIN
     SELECT w.organization_id, w.task_id, w.task_name, w.output INTO STRICT v_item
     FROM flowforge.work_item w WHERE w.id = p_work_item_id AND w.organization_id = p_org;
-    -- An object's top-level keys replace the data's; any other value is kept under the node's key.
-    UPDATE flowforge.graph_run g
-    SET state = CASE WHEN v_item.output IS NULL THEN g.state
-                     WHEN jsonb_typeof(v_item.output) = 'object' THEN g.state || v_item.output
-                     ELSE g.state || jsonb_build_object(v_item.task_name, v_item.output) END,
-        updated_at = p_now
-    WHERE g.organization_id = v_item.organization_id AND g.run_id = p_run_id AND g.status = 'running'
-    RETURNING g.state INTO v_state;
+    -- One read for the merged data and the edge taken; the run's row is written once, by the
+    -- step (_graph_enter) or the end (_graph_finish), with the merged data. The caller holds the
+    -- run's directory lock (complete_work, the fan-out's end), so the row read here cannot change
+    -- before that write. An object's top-level keys replace the data's; any other value is kept
+    -- under the node's key. An edge whose predicate is unknown or cannot be evaluated is not taken.
+    SELECT m.state,
+           (SELECT e.to_task_id FROM flowforge.graph_edge e
+            WHERE e.organization_id = v_item.organization_id AND e.from_task_id = v_item.task_id
+              AND (e.condition IS NULL OR jsonb_path_match(
+                       jsonb_build_object('output', coalesce(v_item.output, 'null'), 'state', m.state,
+                                          'visits', (SELECT coalesce(jsonb_object_agg(v.node, v.visits), '{}')
+                                                     FROM flowforge.graph_visit v
+                                                     WHERE v.organization_id = v_item.organization_id
+                                                       AND v.run_id = p_run_id)),
+                       e.condition, silent => true) IS TRUE)
+            ORDER BY e.position
+            LIMIT 1) AS next
+    INTO v_step
+    FROM flowforge.graph_run g
+    CROSS JOIN LATERAL (SELECT CASE WHEN v_item.output IS NULL THEN g.state
+                                    WHEN jsonb_typeof(v_item.output) = 'object' THEN g.state || v_item.output
+                                    ELSE g.state || jsonb_build_object(v_item.task_name, v_item.output) END AS state) m
+    WHERE g.organization_id = v_item.organization_id AND g.run_id = p_run_id AND g.status = 'running';
     IF NOT FOUND THEN
         RETURN;  -- the run already ended (cancelled while the item ran)
     END IF;
-    v_doc := jsonb_build_object('output', coalesce(v_item.output, 'null'), 'state', v_state,
-                                'visits', (SELECT coalesce(jsonb_object_agg(v.node, v.visits), '{}')
-                                           FROM flowforge.graph_visit v
-                                           WHERE v.organization_id = v_item.organization_id AND v.run_id = p_run_id));
-    -- An edge whose predicate is unknown or cannot be evaluated is not taken.
-    SELECT e.to_task_id INTO v_next
-    FROM flowforge.graph_edge e
-    WHERE e.organization_id = v_item.organization_id AND e.from_task_id = v_item.task_id
-      AND (e.condition IS NULL OR jsonb_path_match(v_doc, e.condition, silent => true) IS TRUE)
-    ORDER BY e.position
-    LIMIT 1;
-    IF v_next IS NULL THEN
+    IF v_step.next IS NULL THEN
         PERFORM flowforge._graph_finish(v_item.organization_id, p_run_id, 'failed',
-            format('no edge from node "%s" matched', v_item.task_name), NULL, p_now);
+            format('no edge from node "%s" matched', v_item.task_name), NULL, p_now, v_step.state);
         RETURN;
     END IF;
-    PERFORM flowforge._graph_enter(v_item.organization_id, p_run_id, v_next, p_now);
+    PERFORM flowforge._graph_enter(v_item.organization_id, p_run_id, v_step.next, p_now, v_step.state);
 END;
 $$;
 COMMENT ON FUNCTION flowforge._graph_item_succeeded(uuid, uuid, uuid, timestamptz) IS
