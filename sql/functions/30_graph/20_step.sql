@@ -127,23 +127,26 @@ BEGIN
     -- run's directory lock (complete_work, the fan-out's end), so the row read here cannot change
     -- before that write. An object's top-level keys replace the data's; any other value is kept
     -- under the node's key. An edge whose predicate is unknown or cannot be evaluated is not taken.
+    -- OFFSET 0 keeps each lateral a single evaluation: pulled up, the merge and the document
+    -- would be rebuilt for every edge tried.
     SELECT m.state,
            (SELECT e.to_task_id FROM flowforge.graph_edge e
             WHERE e.organization_id = v_item.organization_id AND e.from_task_id = v_item.task_id
-              AND (e.condition IS NULL OR jsonb_path_match(
-                       jsonb_build_object('output', coalesce(v_item.output, 'null'), 'state', m.state,
-                                          'visits', (SELECT coalesce(jsonb_object_agg(v.node, v.visits), '{}')
-                                                     FROM flowforge.graph_visit v
-                                                     WHERE v.organization_id = v_item.organization_id
-                                                       AND v.run_id = p_run_id)),
-                       e.condition, silent => true) IS TRUE)
+              AND (e.condition IS NULL OR jsonb_path_match(d.doc, e.condition, silent => true) IS TRUE)
             ORDER BY e.position
             LIMIT 1) AS next
     INTO v_step
     FROM flowforge.graph_run g
     CROSS JOIN LATERAL (SELECT CASE WHEN v_item.output IS NULL THEN g.state
                                     WHEN jsonb_typeof(v_item.output) = 'object' THEN g.state || v_item.output
-                                    ELSE g.state || jsonb_build_object(v_item.task_name, v_item.output) END AS state) m
+                                    ELSE g.state || jsonb_build_object(v_item.task_name, v_item.output) END AS state
+                        OFFSET 0) m
+    CROSS JOIN LATERAL (SELECT jsonb_build_object('output', coalesce(v_item.output, 'null'), 'state', m.state,
+                                                  'visits', (SELECT coalesce(jsonb_object_agg(v.node, v.visits), '{}')
+                                                             FROM flowforge.graph_visit v
+                                                             WHERE v.organization_id = v_item.organization_id
+                                                               AND v.run_id = p_run_id)) AS doc
+                        OFFSET 0) d
     WHERE g.organization_id = v_item.organization_id AND g.run_id = p_run_id AND g.status = 'running';
     IF NOT FOUND THEN
         RETURN;  -- the run already ended (cancelled while the item ran)
