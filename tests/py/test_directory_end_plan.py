@@ -53,11 +53,12 @@ WHERE d.run_state <> 'running' AND e.organization_id = {org} AND e.run_id = d.wo
 """
 COMPLETED_END_SOURCE = {"now": "v_now", "org": "v_org"}
 
-GRAPH_FINISH = "flowforge._graph_finish(uuid,uuid,text,text,text,timestamp with time zone,jsonb)"
-# _graph_finish's copy (every graph run's end), joined to the graph run it ended.
+GRAPH_FINISH = "flowforge._graph_finish(uuid,uuid,text,text,text,timestamp with time zone,jsonb,boolean)"
+# _graph_finish's copy (every graph run's end), joined to the graph run it ends (the row it
+# wrote, or the one the step into a final node wrote).
 GRAPH_END = """
 UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest({now}, e.created_at))
-FROM ended_run g
+FROM ending g
 WHERE e.organization_id = {org} AND e.run_id = g.run_id
 """
 GRAPH_END_SOURCE = {"now": "p_now", "org": "p_org"}
@@ -108,7 +109,7 @@ JOINED_COPIES = {
                  "WITH done AS (SELECT 'succeeded'::varchar AS run_state, $3::uuid AS workflow_run_id) ",
                  {"now": "$1", "org": "$2"}),
     "graph_finish": (GRAPH_FINISH, GRAPH_END, GRAPH_END_SOURCE,
-                     "WITH ended_run AS (SELECT $3::uuid AS run_id) ",
+                     "WITH ending AS (SELECT $3::uuid AS run_id) ",
                      {"now": "$1", "org": "$2"}),
 }
 

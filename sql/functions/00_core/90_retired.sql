@@ -39,6 +39,9 @@ DROP FUNCTION IF EXISTS flowforge._dispatch_rows(uuid[], timestamptz);
 -- the run's row per step instead of two (stop 27).
 DROP FUNCTION IF EXISTS flowforge._graph_enter(uuid, uuid, uuid, timestamptz);
 DROP FUNCTION IF EXISTS flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz);
+-- _graph_finish gained p_run_written: the step into a final node writes the run's end with the step,
+-- so graph_run is written once there too (stop 28).
+DROP FUNCTION IF EXISTS flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz, jsonb);
 -- Ownership and keyset listings (issue 19): the run's creator is passed down from _start_run (a trigger's runs
 -- belong to the trigger's creator), and every listing gained after (a cursor) and include_deleted / filters.
 DROP FUNCTION IF EXISTS flowforge._record_run(uuid, uuid, text, uuid, timestamptz, uuid, text, uuid);

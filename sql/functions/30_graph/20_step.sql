@@ -7,7 +7,8 @@
 -- The run ends (succeeded at a final node, failed by its own rules or a node's
 -- failure, cancelled): its own row, its event, the directory.
 CREATE OR REPLACE FUNCTION flowforge._graph_finish(p_org uuid, p_run_id uuid, p_status text, p_reason text,
-                                                   p_error text, p_now timestamptz, p_state jsonb DEFAULT NULL)
+                                                   p_error text, p_now timestamptz, p_state jsonb DEFAULT NULL,
+                                                   p_run_written boolean DEFAULT false)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
 AS $$
@@ -15,28 +16,35 @@ BEGIN
     -- One statement (every graph run ends here): the run, its directory row's end and its
     -- event. Fast path, measured (docs/execution-model.md, "the graph step"): the event row
     -- and the first-write-wins end inline, as _append_events and _record_run_ended write
-    -- them (the directory-end plan test holds this copy too).
+    -- them (the directory-end plan test holds this copy too). p_run_written: the step into
+    -- a final node already wrote the run's end with the step (_graph_enter), so the row is
+    -- not written a second time; the directory and the event follow as for any end.
     WITH ended_run AS (
         UPDATE flowforge.graph_run g
         SET status = p_status, reason = p_reason, error = p_error, finished_at = greatest(p_now, g.started_at),
             state = coalesce(p_state, g.state), updated_at = p_now
-        WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running'
+        WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running' AND NOT p_run_written
         RETURNING g.run_id
+    ), ending AS (
+        SELECT g.run_id FROM ended_run g
+        UNION ALL
+        SELECT p_run_id WHERE p_run_written
     ), ended AS (
         UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest(p_now, e.created_at))
-        FROM ended_run g
+        FROM ending g
         WHERE e.organization_id = p_org AND e.run_id = g.run_id
     )
     INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, kind, from_state, to_state, detail, created_at)
     SELECT p_org, g.run_id, 'run_' || p_status, 'running', p_status,
            jsonb_strip_nulls(jsonb_build_object('reason', p_reason, 'error', left(p_error, 1000))), p_now
-    FROM ended_run g;
+    FROM ending g;
 END;
 $$;
-COMMENT ON FUNCTION flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz, jsonb) IS
+COMMENT ON FUNCTION flowforge._graph_finish(uuid, uuid, text, text, text, timestamptz, jsonb, boolean) IS
   'Internal: a running graph run ends with p_status (succeeded, failed, cancelled), reason and error, and with '
   'p_state as its data when given (the completed node''s output merged by _graph_item_succeeded); event '
-  'run_<status>; the directory row''s ended_at.';
+  'run_<status>; the directory row''s ended_at. With p_run_written the caller has already written the run''s '
+  'end into graph_run in the same transaction (the step into a final node): only the directory and the event.';
 
 -- Enter a node: count the step (max_steps) and the visit (max_visits), append
 -- it to the walk, and either end the run (a final node) or queue the node's work.
@@ -60,9 +68,13 @@ BEGIN
             p_now, p_state);
         RETURN;
     END IF;
-    -- The step and the data the completed node merged (p_state) in one write of the run's row.
+    -- The step and the data the completed node merged (p_state) in one write of the run's row;
+    -- at a final node the run's end too (_graph_finish then writes the directory and the event).
     UPDATE flowforge.graph_run g
-    SET steps = g.steps + 1, task = v_node.key, state = coalesce(p_state, g.state), updated_at = p_now
+    SET steps = g.steps + 1, task = v_node.key, state = coalesce(p_state, g.state), updated_at = p_now,
+        status = CASE WHEN v_node.is_final THEN 'succeeded' ELSE g.status END,
+        reason = CASE WHEN v_node.is_final THEN format('reached final node "%s"', v_node.key) ELSE g.reason END,
+        finished_at = CASE WHEN v_node.is_final THEN greatest(p_now, g.started_at) ELSE g.finished_at END
     FROM flowforge.workflow w
     WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running' AND g.steps < g.max_steps
       AND w.id = g.definition_id AND w.organization_id = p_org
@@ -94,7 +106,7 @@ BEGIN
     VALUES (p_org, p_run_id, v_run.steps, v_node.key, v_visits, v_item, p_now);
     IF v_node.is_final THEN
         PERFORM flowforge._graph_finish(p_org, p_run_id, 'succeeded', format('reached final node "%s"', v_node.key),
-                                        NULL, p_now);
+                                        NULL, p_now, p_run_written => true);
     ELSIF v_node.spec ? 'map' THEN
         -- After the step is recorded: an empty map completes at once and enters the next node.
         PERFORM flowforge._graph_fan_out(p_org, p_run_id, v_node.id, v_item, v_visits,

@@ -84,7 +84,7 @@ SELECT set_eq(
           'flowforge.complete_many(uuid[],bigint[],jsonb[])',
           'flowforge.claim_work(text[],text,interval,integer,text[],text[])',
           'flowforge.complete_work(uuid,bigint,jsonb)',
-          'flowforge._graph_finish(uuid,uuid,text,text,text,timestamp with time zone,jsonb)',
+          'flowforge._graph_finish(uuid,uuid,text,text,text,timestamp with time zone,jsonb,boolean)',
           'flowforge._dispatch_rows(uuid,uuid[],timestamp with time zone,uuid[],uuid[])',
           'flowforge._settle_run(uuid,uuid,integer,integer,timestamp with time zone)',
           'flowforge._dag_start_runs(uuid,uuid[],uuid,jsonb,jsonb[],text[],timestamp with time zone,text)'],
