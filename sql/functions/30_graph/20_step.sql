@@ -58,8 +58,12 @@ DECLARE
     v_visits integer;
     v_run record;
     v_item uuid;
+    v_end_reason text;        -- a final node's: written with the step and carried by the run's end event
 BEGIN
     SELECT * INTO STRICT v_node FROM flowforge.task t WHERE t.id = p_node_id AND t.organization_id = p_org;
+    IF v_node.is_final THEN
+        v_end_reason := format('reached final node "%s"', v_node.key);
+    END IF;
     SELECT v.visits INTO v_visits FROM flowforge.graph_visit v
     WHERE v.organization_id = p_org AND v.run_id = p_run_id AND v.node = v_node.key;
     IF v_node.max_visits IS NOT NULL AND coalesce(v_visits, 0) >= v_node.max_visits THEN
@@ -73,7 +77,7 @@ BEGIN
     UPDATE flowforge.graph_run g
     SET steps = g.steps + 1, task = v_node.key, state = coalesce(p_state, g.state), updated_at = p_now,
         status = CASE WHEN v_node.is_final THEN 'succeeded' ELSE g.status END,
-        reason = CASE WHEN v_node.is_final THEN format('reached final node "%s"', v_node.key) ELSE g.reason END,
+        reason = CASE WHEN v_node.is_final THEN v_end_reason ELSE g.reason END,
         finished_at = CASE WHEN v_node.is_final THEN greatest(p_now, g.started_at) ELSE g.finished_at END
     FROM flowforge.workflow w
     WHERE g.organization_id = p_org AND g.run_id = p_run_id AND g.status = 'running' AND g.steps < g.max_steps
@@ -105,8 +109,8 @@ BEGIN
     INSERT INTO flowforge.graph_step (organization_id, run_id, step, node, visit, work_item_id, entered_at)
     VALUES (p_org, p_run_id, v_run.steps, v_node.key, v_visits, v_item, p_now);
     IF v_node.is_final THEN
-        PERFORM flowforge._graph_finish(p_org, p_run_id, 'succeeded', format('reached final node "%s"', v_node.key),
-                                        NULL, p_now, p_run_written => true);
+        PERFORM flowforge._graph_finish(p_org, p_run_id, 'succeeded', v_end_reason, NULL, p_now,
+                                        p_run_written => true);
     ELSIF v_node.spec ? 'map' THEN
         -- After the step is recorded: an empty map completes at once and enters the next node.
         PERFORM flowforge._graph_fan_out(p_org, p_run_id, v_node.id, v_item, v_visits,
