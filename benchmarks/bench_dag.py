@@ -50,9 +50,10 @@ def main() -> None:
     runs = {s.name: s.median / s.per_unit for s in subjects}          # runs/s
     per_completion_us = {s.name: 1e6 / s.median for s in subjects}    # wall µs per completion, 4 connections
     cost_ratio = runs["single"] / (4 * runs["diamond"])
+    dry = sum(s.dry for s in subjects)
     c.figure("diamond run cost / (4 x single-task run cost)", cost_ratio, "x", target="<= 1.3", met=cost_ratio <= 1.3,
              note=f"diamond {runs['diamond']:,.0f} runs/s, single {runs['single']:,.0f} runs/s; "
-                  f"median of {n_rounds} alternating {seconds:g}s rounds",
+                  f"median of {n_rounds} alternating {seconds:g}s rounds; rounds that ran dry: {dry}",
              chart={"kind": "bars", "labels": ["4 x single", "diamond"],
                     "values": [4 / runs["single"] * 1000, 1 / runs["diamond"] * 1000], "unit": "ms of wall time per run"})
     c.figure("fan-out 1->50->1", runs["fan50"], "runs/s", baseline="single-task runs", baseline_value=runs["single"],

@@ -246,14 +246,18 @@ FF_COMPLETE_MANY = "SELECT count(*) FROM flowforge.complete_many(%s::uuid[], %s:
 
 
 def drain(dsn: str, step: Callable[[psycopg.Connection, int], int], *, threads: int = 4,
-          seconds: float = 5.0, stop_on_empty: bool = True) -> tuple[int, float]:
+          seconds: float = 5.0, stop_on_empty: bool = True, limit: int | None = None) -> tuple[int, float]:
     """Run ``step(conn, thread_no)`` on ``threads`` autocommit connections for ``seconds``.
 
     ``step`` does one claim (and its completions) and returns how many jobs it
     finished, 0 when it found nothing.  With ``stop_on_empty`` a thread stops
     at its first empty claim; otherwise it sleeps 1 ms and tries again (DAG
-    dependents become ready later).  Returns (jobs done, seconds), timed from
-    when every connection was open to when the last thread stopped.
+    dependents become ready later).  ``limit`` stops every thread once that
+    many jobs are done in all: without it, threads that poll past the last
+    queued job would time their idling, and the rate would be the backlog's
+    size over the round, not what the database can do.  Returns (jobs done,
+    seconds), timed from when every connection was open to when the last
+    thread stopped.
     """
     conns = [connect(dsn) for _ in range(threads)]
     done = [0] * threads
@@ -265,7 +269,7 @@ def drain(dsn: str, step: Callable[[psycopg.Connection, int], int], *, threads: 
         conn = conns[i]
         start.wait()
         try:
-            while time.perf_counter() < deadline[0]:
+            while time.perf_counter() < deadline[0] and (limit is None or sum(done) < limit):
                 n = step(conn, i)
                 if n:
                     done[i] += n
@@ -348,8 +352,11 @@ class Subject:
 
     ``enqueue(n)`` adds n units (jobs, or runs for a DAG); ``per_unit`` is how
     many completions one unit makes.  Before each timed round the backlog is
-    topped up to what the last round's rate needs for the round and half again,
-    so a round never runs dry and measures the steady state with a backlog.
+    topped up to what the last round's rate (the warm-up's, for the first)
+    needs for the round and half again, so a round measures the steady state
+    with a backlog.  A round that still finishes its backlog early stops there
+    (``drain``'s limit) and is counted in ``dry``: its rate stays a rate, with
+    the tail of the last runs in it.
     """
 
     def __init__(self, name: str, dsn: str, step, enqueue: Callable[[int], None], *, per_unit: int = 1,
@@ -358,18 +365,23 @@ class Subject:
         self.per_unit, self.guess, self.stop_on_empty, self.threads = per_unit, first_guess, stop_on_empty, threads
         self.backlog = 0          # completions queued and not yet done
         self.rates: list[float] = []
+        self.sizing_rate: float | None = None   # the last round's rate, warm-up included
+        self.dry = 0              # rounds that finished their backlog before the deadline
 
     def round(self, seconds: float) -> float:
-        want = int(self.guess if not self.rates else self.rates[-1] * seconds * 1.5) + self.per_unit
+        want = int(self.guess if self.sizing_rate is None else self.sizing_rate * seconds * 1.5) + self.per_unit
         if self.backlog < want:
             units = -(-(want - self.backlog) // self.per_unit)
             self.enqueue(units)
             self.backlog += units * self.per_unit
         checkpoint(self.dsn)
         n, secs = drain(self.dsn, self.step, seconds=seconds, stop_on_empty=self.stop_on_empty,
-                        threads=self.threads)
+                        threads=self.threads, limit=self.backlog)
+        if n >= self.backlog:
+            self.dry += 1
         self.backlog -= n
-        self.rates.append(n / secs)
+        self.sizing_rate = n / secs
+        self.rates.append(self.sizing_rate)
         return self.rates[-1]
 
     @property
@@ -382,6 +394,7 @@ def alternate(subjects: list[Subject], n_rounds: int, seconds: float, *, warmup:
     for s in subjects:
         s.round(warmup)
         s.rates.clear()
+        s.dry = 0
     for r in range(n_rounds):
         for s in subjects:
             s.round(seconds)
