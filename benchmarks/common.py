@@ -171,7 +171,11 @@ def checkpoint(dsn: str) -> None:
     """
     with connect(dsn) as conn:
         for table in ("flowforge.task_run", "flowforge.workflow_run", "flowforge.outbox_message", "bench_jobs",
-                      "flowforge.flow_slot", "flowforge.flow_fair", "flowforge.flow_bucket"):
+                      "flowforge.flow_slot", "flowforge.flow_fair", "flowforge.flow_bucket",
+                      # the engines' rows that change state (a DAG run's directory row too)
+                      "flowforge.engine_run", "flowforge.work_item", "flowforge.graph_run", "flowforge.graph_visit",
+                      "flowforge.machine_run", "flowforge.machine_event_queue", "flowforge.machine_timer",
+                      "flowforge.agent", "flowforge.affinity_binding"):
             if conn.execute("SELECT to_regclass(%s)", [table]).fetchone()[0] is not None:
                 conn.execute(f"VACUUM {table}")
         conn.execute("CHECKPOINT")
