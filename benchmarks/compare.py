@@ -14,9 +14,9 @@ flagged. The section is appended to RESULTS.md (``--no-record``: printed only).
 change measured alone (an issue's own commits against their parent), not
 everything that landed since.
 Scripts that exist only in the new tree (new engines) have no old column.
-``--same-scripts`` runs the new tree's scripts on both sides (each against its own
-sql/ and pyfacade/), so a fix to a benchmark script measures the old commit the
-same way.
+``--same-scripts`` runs this tree's scripts on both sides (each against its own
+sql/ and pyfacade/), so a fix to a benchmark script measures both commits the
+same way, a ``--new`` commit's too.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--same-scripts", action="store_true",
-                        help="run the new tree's benchmark scripts on both sides (each side its own sql/ and "
-                             "pyfacade/): a fix to a script measures the old commit the same way")
+                        help="run this tree's benchmark scripts on both sides (each side its own sql/ and "
+                             "pyfacade/): a fix to a script measures both commits the same way, --new's too")
     args = parser.parse_args()
     chosen = [s for s in SCRIPTS if s[0] in args.only.split(",")]
     started = dt.datetime.now(dt.timezone.utc)
@@ -101,11 +101,11 @@ def main() -> None:
             for key, file, what, _ in chosen:
                 for r in range(args.rounds):
                     print(f"{key} round {r + 1}/{args.rounds}: old, new", flush=True)
-                    scripts = new_tree / "benchmarks" if args.same_scripts else None
+                    scripts = HERE if args.same_scripts else None
                     if ((scripts or old_tree / "benchmarks") / file).exists():
                         run_script(old_tree, file, old_out, args.quick, scripts)
-                    if (new_tree / "benchmarks" / file).exists():
-                        run_script(new_tree, file, new_out, args.quick)
+                    if ((scripts or new_tree / "benchmarks") / file).exists():
+                        run_script(new_tree, file, new_out, args.quick, scripts)
             old, new = figures(old_out), figures(new_out)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(old_tree)], cwd=REPO, capture_output=True)
@@ -118,7 +118,7 @@ def main() -> None:
                              text=True).stdout.strip()
     lines = [f"## {started:%Y-%m-%d %H:%M} UTC — side by side: {old_rev} (old) vs {new_rev} (new), "
              f"{args.rounds} alternating runs per script{' (quick)' if args.quick else ''}"
-             f"{'; both sides run the new tree' + chr(39) + 's scripts' if args.same_scripts else ''}", "",
+             f"{'; both sides run this tree' + chr(39) + 's scripts' if args.same_scripts else ''}", "",
              f"- machine: {info.get('cpu', '?')}, {info.get('cores')} cores, load average at start "
              f"{info.get('loadavg', '?')} (shared)", f"- PostgreSQL: {info.get('postgresql')}", "",
              "| script | figure | old | new | new vs old | hot path |", "|---|---|---|---|---|---|"]
