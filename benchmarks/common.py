@@ -162,20 +162,25 @@ def connect(dsn: str, *, autocommit: bool = True) -> psycopg.Connection:
     return psycopg.connect(dsn, autocommit=autocommit, application_name=f"ffbench-{SCRIPT}")
 
 
-def checkpoint(dsn: str) -> None:
+# What checkpoint() vacuums: the tables a round updates, the engines' included (a DAG run's
+# directory row too). to_regclass skips those an older tree has not got.
+ROUND_TABLES = ("flowforge.task_run", "flowforge.workflow_run", "flowforge.outbox_message", "bench_jobs",
+                "flowforge.flow_slot", "flowforge.flow_fair", "flowforge.flow_bucket",
+                "flowforge.engine_run", "flowforge.work_item", "flowforge.graph_run", "flowforge.graph_visit",
+                "flowforge.machine_run", "flowforge.machine_event_queue", "flowforge.machine_timer",
+                "flowforge.agent", "flowforge.affinity_binding")
+
+
+def checkpoint(dsn: str, *, vacuum: bool = True) -> None:
     """Start each round from the same place: the queue tables vacuumed, no dirty buffers left.
 
     VACUUM stands in for autovacuum, which may be off on the server (it is on
     the shared development machine): without it dead rows of earlier rounds
-    pile up in the claim indexes and later rounds pay for earlier ones.
+    pile up in the claim indexes and later rounds pay for earlier ones
+    (``vacuum=False`` shows that cost: round_decay.py).
     """
     with connect(dsn) as conn:
-        for table in ("flowforge.task_run", "flowforge.workflow_run", "flowforge.outbox_message", "bench_jobs",
-                      "flowforge.flow_slot", "flowforge.flow_fair", "flowforge.flow_bucket",
-                      # the engines' rows that change state (a DAG run's directory row too)
-                      "flowforge.engine_run", "flowforge.work_item", "flowforge.graph_run", "flowforge.graph_visit",
-                      "flowforge.machine_run", "flowforge.machine_event_queue", "flowforge.machine_timer",
-                      "flowforge.agent", "flowforge.affinity_binding"):
+        for table in ROUND_TABLES if vacuum else ():
             if conn.execute("SELECT to_regclass(%s)", [table]).fetchone()[0] is not None:
                 conn.execute(f"VACUUM {table}")
         conn.execute("CHECKPOINT")

@@ -27,11 +27,7 @@ def main() -> None:
     c.define(dsn, be.GRAPH)
     for r in range(args.rounds):
         be.enqueue(dsn, "gstep", args.steps)
-        if args.no_vacuum:
-            with c.connect(dsn) as conn:
-                conn.execute("CHECKPOINT")
-        else:
-            c.checkpoint(dsn)
+        c.checkpoint(dsn, vacuum=not args.no_vacuum)
         n, secs = c.drain(dsn, be.graph_step, seconds=120)
         with c.connect(dsn) as conn:
             dead = conn.execute("SELECT n_dead_tup FROM pg_stat_user_tables "
