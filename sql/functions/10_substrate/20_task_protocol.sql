@@ -225,7 +225,7 @@ BEGIN
                jsonb_build_object('worker', claim.worker), v_now
         FROM claimed c
     )
-    SELECT c.id, c.workflow_run_id, c.task_key::text, c.attempt, c.fencing_token,
+    SELECT c.id, c.workflow_run_id, c.task_key::text, c.attempt::integer, c.fencing_token::bigint,
            -- The same shape as flowforge._task_input (used by push dispatch), inline:
            -- a function call per claimed row costs more than the two lookups
            -- (claim_input_matches_task_input.sql keeps the two in step).

@@ -218,6 +218,16 @@ DECLARE
     v_before integer;
     v_wake boolean := false;
 BEGIN
+    -- The triggers fire for any unit whose claim ever took slots (their WHEN is short on
+    -- purpose: PostgreSQL compiles it on every statement that writes the table, 0040). The
+    -- slots go back only when the generation that took them (flow_token = fencing_token)
+    -- leaves the state that holds them, or is deleted in it: the trigger names that column
+    -- and state (TG_ARGV: state / running on task_run, status / dispatched on work_item).
+    IF OLD.flow_token IS DISTINCT FROM OLD.fencing_token
+       OR to_jsonb(OLD) ->> TG_ARGV[0] <> TG_ARGV[1]
+       OR (TG_OP = 'UPDATE' AND to_jsonb(NEW) ->> TG_ARGV[0] = TG_ARGV[1]) THEN
+        RETURN NULL;
+    END IF;
     -- Lock order: the queue's counter, then the key's (as the claim takes them). A slot that
     -- was full may have held work back: wake claimers then (only then: a release below the
     -- limit frees nothing anyone waits for).
@@ -246,8 +256,10 @@ BEGIN
 END;
 $$;
 COMMENT ON FUNCTION flowforge._flow_release() IS
-  'Trigger function (task_run_flow_release, work_item_flow_release and their _deleted twins): a unit whose claim '
-  'took flow-control slots leaves running / dispatched (or is deleted): its queue''s running counter (when it took '
+  'Trigger function (task_run_flow_release, work_item_flow_release and their _deleted twins, which fire for any unit '
+  'whose claim ever took slots; arguments: the state column and the state that holds slots, state / running or '
+  'status / dispatched): when the generation that took flow-control slots (flow_token = fencing_token) '
+  'leaves that state (or is deleted in it), its queue''s running counter (when it took '
   'a queue slot) and its concurrency key''s go down by one; when one of them was full, NOTIFY flowforge_ready wakes '
   'claimers.';
 

@@ -17,7 +17,7 @@
 -- complete) or direct inserts; each probe then runs in a subtransaction that
 -- is always undone, so every probe sees the same fixture.
 BEGIN;
-SELECT plan(610);
+SELECT plan(613);
 
 -- ---------------------------------------------------------------------------
 -- Helpers (pg_temp: gone with the session, never in the schema)
@@ -857,7 +857,9 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET affinity_key = 'run:x'
 SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET affinity_policy = 'soft' WHERE id = pg_temp.tr('R', 'b')$$),
           '23514 taskrun_affinity_valid', 'taskrun_affinity_valid: a policy without a key is refused');
 SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET affinity_key = 'run:x', affinity_policy = 'sticky' WHERE id = pg_temp.tr('R', 'b')$$),
-          '23514 taskrun_affinity_valid', 'taskrun_affinity_valid: an unknown policy is refused');
+          '23514 taskrun_affinity_policy_valid', 'taskrun_affinity_policy_valid: an unknown policy is refused (the column''s domain, 0040)');
+SELECT is(pg_temp.accepted('taskrun_affinity_policy_valid', $$UPDATE flowforge.task_run SET affinity_key = 'run:x', affinity_policy = 'soft' WHERE id = pg_temp.tr('R', 'b')$$),
+          'accepted', 'taskrun_affinity_policy_valid: soft is accepted');
 SELECT is(pg_temp.accepted('taskrun_affinity_valid', $$UPDATE flowforge.task_run SET affinity_key = 'run:x', affinity_policy = 'hard' WHERE id = pg_temp.tr('R', 'b')$$),
           'accepted', 'taskrun_affinity_valid: a key with its policy is accepted');
 SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET worker_params = '"gpu"' WHERE id = pg_temp.tr('R', 'b')$$),
@@ -1554,6 +1556,10 @@ SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET flow_token = fencing_t
           '23514 taskrun_flow_token_valid', 'taskrun_flow_token_valid: slots held by a generation that was never claimed');
 SELECT is(pg_temp.accepted('taskrun_flow_token_valid', $$UPDATE flowforge.task_run SET flow_token = fencing_token WHERE id = pg_temp.tr('R', 'a')$$),
           'accepted', 'taskrun_flow_token_valid: the current generation is accepted');
+SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET flow_token = 0 WHERE id = pg_temp.tr('R', 'a')$$),
+          '23514 taskrun_flow_token_positive', 'taskrun_flow_token_positive: generation 0 was never issued (the column''s domain, 0040)');
+SELECT is(pg_temp.accepted('taskrun_flow_token_positive', $$UPDATE flowforge.task_run SET flow_token = 1 WHERE id = pg_temp.tr('R', 'a')$$),
+          'accepted', 'taskrun_flow_token_positive: generation 1 is accepted');
 SELECT is(pg_temp.refused($$UPDATE flowforge.task_run SET flow_token = NULL, flow_queue_slot = true WHERE id = pg_temp.tr('R', 'a')$$),
           '23514 taskrun_flow_queue_slot_has_token', 'taskrun_flow_queue_slot_has_token: a queue slot held by no generation');
 SELECT is(pg_temp.accepted('taskrun_flow_queue_slot_has_token', $$UPDATE flowforge.task_run SET flow_token = fencing_token, flow_queue_slot = true

@@ -8,7 +8,7 @@
 -- delete rule, the defaults that matter, and the built-in organization.
 -- docs/data-model.md explains why each of these exists.
 BEGIN;
-SELECT plan(755);
+SELECT plan(761);
 
 SELECT has_schema('flowforge');
 
@@ -165,14 +165,36 @@ SELECT col_type_is('flowforge', 'task', 'backoff', 'interval', 'task.backoff is 
 SELECT col_type_is('flowforge', 'task', 'backoff_factor', 'numeric', 'task.backoff_factor is numeric');
 SELECT col_type_is('flowforge', 'task', 'timeout', 'interval', 'task.timeout is interval');
 SELECT col_type_is('flowforge', 'workflow_run', 'workflow_id', 'uuid', 'workflow_run.workflow_id is uuid');
-SELECT col_type_is('flowforge', 'workflow_run', 'state', 'character varying(20)', 'workflow_run.state is character varying(20)');
-SELECT col_type_is('flowforge', 'workflow_run', 'input', 'jsonb', 'workflow_run.input is jsonb');
+SELECT col_type_is('flowforge', 'workflow_run', 'state', 'flowforge', 'workflow_run_state', 'workflow_run.state is the domain workflow_run_state (0040)');
+SELECT col_type_is('flowforge', 'workflow_run', 'input', 'flowforge', 'workflow_run_input', 'workflow_run.input is the domain workflow_run_input (0040)');
 SELECT col_type_is('flowforge', 'workflow_run', 'finished_at', 'timestamp with time zone', 'workflow_run.finished_at is timestamp with time zone');
 SELECT col_type_is('flowforge', 'task_run', 'workflow_run_id', 'uuid', 'task_run.workflow_run_id is uuid');
 SELECT col_type_is('flowforge', 'task_run', 'task_id', 'uuid', 'task_run.task_id is uuid');
-SELECT col_type_is('flowforge', 'task_run', 'state', 'character varying(20)', 'task_run.state is character varying(20)');
-SELECT col_type_is('flowforge', 'task_run', 'attempt', 'integer', 'task_run.attempt is integer');
-SELECT col_type_is('flowforge', 'task_run', 'fencing_token', 'bigint', 'task_run.fencing_token is bigint');
+SELECT col_type_is('flowforge', 'task_run', 'state', 'flowforge', 'task_run_state', 'task_run.state is the domain task_run_state (0040)');
+SELECT col_type_is('flowforge', 'task_run', 'attempt', 'flowforge', 'task_run_attempt', 'task_run.attempt is the domain task_run_attempt (0040)');
+SELECT col_type_is('flowforge', 'task_run', 'fencing_token', 'flowforge', 'task_run_fencing_token', 'task_run.fencing_token is the domain task_run_fencing_token (0040)');
+SELECT col_type_is('flowforge', 'task_run', 'timeout', 'flowforge', 'task_run_timeout', 'task_run.timeout is the domain task_run_timeout (0040)');
+SELECT col_type_is('flowforge', 'task_run', 'remaining_deps', 'flowforge', 'task_run_remaining_deps', 'task_run.remaining_deps is the domain task_run_remaining_deps (0040)');
+SELECT col_type_is('flowforge', 'task_run', 'worker_params', 'flowforge', 'task_run_worker_params', 'task_run.worker_params is the domain task_run_worker_params (0040)');
+SELECT col_type_is('flowforge', 'task_run', 'affinity_policy', 'flowforge', 'task_run_affinity_policy', 'task_run.affinity_policy is the domain task_run_affinity_policy (0040)');
+SELECT col_type_is('flowforge', 'task_run', 'flow_token', 'flowforge', 'task_run_flow_token', 'task_run.flow_token is the domain task_run_flow_token (0040)');
+-- Each domain keeps the column's own type (0040: the retype was catalog-only) and holds one check.
+SELECT set_eq(
+    $$SELECT t.typname::text, format_type(t.typbasetype, t.typtypmod), c.conname::text
+      FROM pg_type t LEFT JOIN pg_constraint c ON c.contypid = t.oid
+      WHERE t.typnamespace = 'flowforge'::regnamespace AND t.typtype = 'd'$$,
+    $$VALUES ('task_run_state', 'character varying(20)', 'taskrun_state_valid'),
+             ('task_run_attempt', 'integer', 'taskrun_attempt_positive'),
+             ('task_run_fencing_token', 'bigint', 'taskrun_fencing_non_negative'),
+             ('task_run_timeout', 'interval', 'taskrun_timeout_bounded'),
+             ('task_run_remaining_deps', 'integer', 'taskrun_remaining_deps_non_negative'),
+             ('task_run_worker_params', 'jsonb', 'taskrun_worker_params_is_object'),
+             ('task_run_affinity_policy', 'character varying(10)', 'taskrun_affinity_policy_valid'),
+             ('task_run_flow_token', 'bigint', 'taskrun_flow_token_positive'),
+             ('workflow_run_state', 'character varying(20)', 'wfrun_state_valid'),
+             ('workflow_run_input', 'jsonb', 'wfrun_input_is_object'),
+             ('engine_run_kind', 'character varying(20)', 'engine_run_kind_valid')$$,
+    'the eleven domains of 0040: each over its column''s former type, each with its one named check');
 SELECT col_type_is('flowforge', 'task_run', 'lease_owner', 'character varying(200)', 'task_run.lease_owner is character varying(200)');
 SELECT col_type_is('flowforge', 'task_run', 'lease_expires_at', 'timestamp with time zone', 'task_run.lease_expires_at is timestamp with time zone');
 SELECT col_type_is('flowforge', 'task_run', 'ready_at', 'timestamp with time zone', 'task_run.ready_at is timestamp with time zone');
@@ -202,7 +224,7 @@ SELECT col_type_is('flowforge', t, c, 'timestamp with time zone', format('%s.%s 
 FROM (VALUES ('engine_run', 'ended_at'), ('work_item', 'next_attempt_at'), ('work_item', 'lease_expires_at'),
              ('work_item', 'dispatched_at'), ('agent', 'last_heartbeat_at'), ('agent', 'last_claim_at'),
              ('engine', 'lease_expires_at'), ('engine', 'heartbeat_at'), ('graph_step', 'entered_at')) AS x(t, c);
-SELECT col_type_is('flowforge', 'engine_run', 'engine_kind', 'character varying(20)', 'engine_run.engine_kind is character varying(20)');
+SELECT col_type_is('flowforge', 'engine_run', 'engine_kind', 'flowforge', 'engine_run_kind', 'engine_run.engine_kind is the domain engine_run_kind (0040)');
 SELECT col_type_is('flowforge', 'work_item', 'engine_kind', 'character varying(20)', 'work_item.engine_kind is character varying(20)');
 SELECT col_type_is('flowforge', 'work_item', 'status', 'character varying(20)', 'work_item.status is character varying(20)');
 SELECT col_type_is('flowforge', 'work_item', 'priority', 'integer', 'work_item.priority is integer');

@@ -32,13 +32,13 @@ SELECT flowforge_test.define_single() AS single_id \gset
 SELECT flowforge.start_run(workflow => 'diamond', input => '{"n": 7}') AS run \gset
 SELECT isnt(:'run'::uuid, NULL, 'start_run (named arguments) returns the run id');
 SELECT results_eq(
-    format($$SELECT workflow_id, state::text, input, tasks_total, tasks_remaining, tasks_failed, started_at, finished_at
+    format($$SELECT workflow_id, state::text, input::jsonb, tasks_total, tasks_remaining, tasks_failed, started_at, finished_at
              FROM flowforge.workflow_run WHERE id = %L$$, :'run'),
     format($$VALUES (%L::uuid, 'running', '{"n": 7}'::jsonb, 4, 4, 0,
               '2030-01-01 00:00:00+00'::timestamptz, NULL::timestamptz)$$, :'diamond_id'),
     'the run is running from the start, with 4 tasks to go');
 SELECT results_eq(
-    format($$SELECT task_key::text, state::text, remaining_deps, attempt, fencing_token, ready_at
+    format($$SELECT task_key::text, state::text, remaining_deps::int, attempt::int, fencing_token::bigint, ready_at
              FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'run'),
     $$VALUES ('a', 'ready', 0, 1, 0::bigint, '2030-01-01 00:00:00+00'::timestamptz),
              ('b', 'pending', 1, 1, 0::bigint, NULL),
@@ -101,9 +101,9 @@ SELECT results_eq(
     $$VALUES ('a', 'succeeded', '{"a": 1}'::jsonb, NULL::timestamptz),
              ('b', 'cancelled', NULL, NULL), ('c', 'cancelled', NULL, NULL), ('d', 'cancelled', NULL, NULL)$$,
     'every unfinished task is cancelled; the succeeded one keeps its output');
-SELECT is((SELECT fencing_token FROM flowforge.task_run WHERE id = :'cb'), :'tok_b'::bigint + 1,
+SELECT is((SELECT fencing_token::bigint FROM flowforge.task_run WHERE id = :'cb'), :'tok_b'::bigint + 1,
     'the running task''s fencing token was bumped');
-SELECT is((SELECT fencing_token FROM flowforge.task_run WHERE workflow_run_id = :'crun' AND task_key = 'c'), 0::bigint,
+SELECT is((SELECT fencing_token::bigint FROM flowforge.task_run WHERE workflow_run_id = :'crun' AND task_key = 'c'), 0::bigint,
     'a task nobody held keeps its token');
 SELECT throws_ok(format($$SELECT flowforge.complete(%L, %s, '{}')$$, :'cb', :'tok_b'), 'FF004', NULL,
     'the holder''s complete after cancel: FF004');
@@ -141,7 +141,7 @@ SELECT is(flowforge_test.run_state(:'rrun'), 'failed', 'setup: the run failed on
 SELECT flowforge_test.advance_clock('1 minute') \gset
 SELECT lives_ok(format($$SELECT flowforge.retry_run(%L)$$, :'rrun'), 'retry_run of a failed run');
 SELECT results_eq(
-    format($$SELECT task_key::text, state::text, attempt, remaining_deps, output, error, finished_at IS NULL
+    format($$SELECT task_key::text, state::text, attempt::int, remaining_deps::int, output, error, finished_at IS NULL
              FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'rrun'),
     $$VALUES ('a', 'succeeded', 1, 0, '{"a": "out"}'::jsonb, NULL, false),
              ('b', 'ready', 2, 0, NULL, NULL, true),
@@ -182,7 +182,7 @@ SELECT results_eq(
     'setup: the root failed for good and every dependent was skipped');
 SELECT lives_ok(format($$SELECT flowforge.retry_run(%L)$$, :'r2'), 'retry_run after the root failed');
 SELECT results_eq(
-    format($$SELECT task_key::text, state::text, remaining_deps, attempt, max_attempts
+    format($$SELECT task_key::text, state::text, remaining_deps::int, attempt::int, max_attempts
              FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'r2'),
     $$VALUES ('a', 'ready', 0, 2, 4), ('b', 'pending', 1, 2, 4), ('c', 'pending', 1, 2, 4), ('d', 'pending', 2, 2, 4)$$,
     'the root is ready, the rest pending on their upstream; attempt + 1 with a fresh budget of max_attempts');
@@ -190,7 +190,7 @@ SELECT results_eq(
 -- A cancelled run can be retried too.
 SELECT lives_ok(format($$SELECT flowforge.retry_run(%L)$$, :'crun'), 'retry_run of a cancelled run');
 SELECT results_eq(
-    format($$SELECT task_key::text, state::text, attempt FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'crun'),
+    format($$SELECT task_key::text, state::text, attempt::int FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'crun'),
     $$VALUES ('a', 'succeeded', 1), ('b', 'ready', 2), ('c', 'ready', 2), ('d', 'pending', 2)$$,
     'cancelled tasks of a cancelled run go again; the succeeded one stays');
 SELECT is(flowforge_test.run_state(:'crun'), 'running', 'the retried cancelled run is running');

@@ -102,7 +102,7 @@ SELECT results_eq(
              (pg_temp.answer('start') ->> 'firing_id')::uuid$$,
     'the run''s directory row names the trigger (triggered_by) and the firing (trigger_firing_id)');
 SELECT results_eq(
-    $$SELECT workflow_id, state::text, input, tasks_total FROM flowforge.workflow_run WHERE id = (pg_temp.answer('start') ->> 'run_id')::uuid$$,
+    $$SELECT workflow_id, state::text, input::jsonb, tasks_total FROM flowforge.workflow_run WHERE id = (pg_temp.answer('start') ->> 'run_id')::uuid$$,
     $$SELECT (SELECT id FROM flowforge.workflow WHERE name = 'fr_job' AND version = 2), 'running',
              '{"n": 0, "x": "a", "source": "hook"}'::jsonb, 4$$,
     'the run: the latest version (the diamond defined after the trigger), input = the payload''s keys || the trigger''s '
@@ -113,10 +113,10 @@ SELECT is((SELECT fields FROM flowforge.audit_log WHERE action = 'start' AND ent
           ARRAY['workflow', 'input', 'trigger'], 'the start is audited, naming the trigger as a field');
 
 SELECT is(pg_temp.fire('array', 'fr-start', '[1, 2]') ->> 'outcome', 'started', 'a payload that is an array starts a run');
-SELECT is((SELECT input FROM flowforge.workflow_run WHERE id = (pg_temp.answer('array') ->> 'run_id')::uuid),
+SELECT is((SELECT input::jsonb FROM flowforge.workflow_run WHERE id = (pg_temp.answer('array') ->> 'run_id')::uuid),
           '{"payload": [1, 2], "source": "hook", "n": 0}'::jsonb, 'with the array under "payload", then the trigger''s input');
 SELECT is(pg_temp.fire('scalar', 'fr-start', '"main"') ->> 'outcome', 'started', 'so does a string');
-SELECT is((SELECT input FROM flowforge.workflow_run WHERE id = (pg_temp.answer('scalar') ->> 'run_id')::uuid),
+SELECT is((SELECT input::jsonb FROM flowforge.workflow_run WHERE id = (pg_temp.answer('scalar') ->> 'run_id')::uuid),
           '{"payload": "main", "source": "hook", "n": 0}'::jsonb, 'under "payload"');
 SELECT is(pg_temp.firing('scalar') -> 'payload', '"main"'::jsonb, 'the firing keeps the payload as it arrived');
 SELECT is(pg_temp.firing('scalar') ->> 'fired_on', '2030-01-01T00:01:00+00:00', 'fired_on defaults to now');

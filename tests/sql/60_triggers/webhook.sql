@@ -79,7 +79,7 @@ SELECT is(pg_temp.firing('ok') - 'id' - 'run_id' - 'trigger_id',
                              'recorded_at', '2030-01-01T00:00:00+00:00', 'delivery_id', 'd-1', 'created_by', 'postgres'),
           'its firing: the body as its payload, fired_on our now, the delivery id');
 SELECT results_eq(
-    $$SELECT e.triggered_by::text, e.trigger_firing_id, r.input FROM flowforge.engine_run e JOIN flowforge.workflow_run r ON r.id = e.run_id
+    $$SELECT e.triggered_by::text, e.trigger_firing_id, r.input::jsonb FROM flowforge.engine_run e JOIN flowforge.workflow_run r ON r.id = e.run_id
       WHERE e.run_id = (SELECT (answer -> 'firing' ->> 'run_id')::uuid FROM got WHERE label = 'ok')$$,
     $$SELECT 'wh-start', (SELECT (answer -> 'firing' ->> 'firing_id')::uuid FROM got WHERE label = 'ok'), '{"ref": "main", "n": 1}'::jsonb$$,
     'the run it started names the trigger and the firing; its input is the body');

@@ -74,7 +74,7 @@ SELECT results_eq(
     'fixture: three runs of on-push (and a redelivery), one of on-tag, one run not triggered, four firings that caused nothing');
 -- The seed's first query, verbatim but for our names.
 SELECT results_eq(
-    $$SELECT r.run_id, r.engine_kind, r.definition_id, f.outcome, f.payload FROM flowforge.engine_run r JOIN flowforge.trigger_firing f ON f.id = r.trigger_firing_id WHERE r.triggered_by = 'on-push' ORDER BY r.created_at DESC;$$,
+    $$SELECT r.run_id, r.engine_kind::varchar, r.definition_id, f.outcome, f.payload FROM flowforge.engine_run r JOIN flowforge.trigger_firing f ON f.id = r.trigger_firing_id WHERE r.triggered_by = 'on-push' ORDER BY r.created_at DESC;$$,
     $$SELECT (answer ->> 'run_id')::uuid, 'dag'::varchar(20), (SELECT id FROM flowforge.workflow WHERE name = 'ct_job'), 'started'::varchar(20),
              p.payload
       FROM traced JOIN (VALUES ('push-3', '{"ref": "refs/heads/main", "sha": "c3"}'::jsonb, 1), ('push-2', '"refs/heads/dev"', 2),

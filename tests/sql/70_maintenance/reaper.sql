@@ -17,7 +17,7 @@ SELECT is(flowforge_test.task_state(:'r1', 'k'), 'running', 'the task is still r
 SELECT flowforge_test.advance_clock('1 millisecond') \gset
 SELECT is(flowforge.reap_expired_leases(), 1, 'once past the lease, the task is reaped');
 SELECT results_eq(
-    format($$SELECT state::text, attempt, fencing_token, lease_expires_at, ready_at, error
+    format($$SELECT state::text, attempt::int, fencing_token::bigint, lease_expires_at, ready_at, error
              FROM flowforge.task_run WHERE id = %L$$, :'k1'),
     format($$VALUES ('ready', 2, %s::bigint, NULL::timestamptz, '2030-01-01 00:00:31.001+00'::timestamptz,
                      'lease expired (held by worker-a)')$$, :'tok1'::bigint + 1),
@@ -44,7 +44,7 @@ SELECT results_eq(
 SELECT flowforge_test.advance_clock('31 seconds') \gset
 SELECT is(flowforge.reap_expired_leases(), 1, 'the last attempt''s lease expires too');
 SELECT results_eq(
-    format($$SELECT state::text, attempt, finished_at IS NOT NULL FROM flowforge.task_run WHERE id = %L$$, :'k1'),
+    format($$SELECT state::text, attempt::int, finished_at IS NOT NULL FROM flowforge.task_run WHERE id = %L$$, :'k1'),
     $$VALUES ('failed', 2, true)$$, 'no attempts left: failed');
 SELECT is(flowforge_test.run_state(:'r1'), 'failed', 'its run failed');
 SELECT is((SELECT count(*)::int FROM flowforge.task_run_event WHERE task_run_id = :'k1'
@@ -85,7 +85,7 @@ SELECT results_eq(
              FROM flowforge.task_run_event WHERE task_run_id = %L ORDER BY seq DESC LIMIT 1$$, :'t3'),
     $$VALUES ('timed_out', 'running', 'ready', 'timed out after 00:00:05')$$, 'event timed_out');
 SELECT results_eq(
-    format($$SELECT state::text, attempt, fencing_token FROM flowforge.task_run WHERE id = %L$$, :'t3'),
+    format($$SELECT state::text, attempt::int, fencing_token::bigint FROM flowforge.task_run WHERE id = %L$$, :'t3'),
     format($$VALUES ('ready', 2, %s::bigint)$$, :'tok3'::bigint + 1), 'a timed-out task goes back to ready like a lost lease');
 SELECT throws_ok(format($$SELECT flowforge.complete(%L, %s)$$, :'t3', :'tok3'), 'FF004', NULL,
     'the timed-out holder''s complete: FF004');
@@ -111,7 +111,7 @@ SELECT flowforge_test.advance_clock('20 seconds') \gset
 SELECT is(flowforge.heartbeat(:'t4', :'tok4', '30 seconds'), '2030-01-04 00:00:50+00'::timestamptz, 'heartbeat at 20s');
 SELECT flowforge_test.advance_clock('20 seconds') \gset
 SELECT is(flowforge.reap_expired_leases(), 0, 'past the first lease but within the heartbeaten one: not reaped');
-SELECT results_eq(format($$SELECT state::text, fencing_token FROM flowforge.task_run WHERE id = %L$$, :'t4'),
+SELECT results_eq(format($$SELECT state::text, fencing_token::bigint FROM flowforge.task_run WHERE id = %L$$, :'t4'),
     format($$VALUES ('running', %s::bigint)$$, :'tok4'), 'still running under the same token');
 SELECT lives_ok(format($$SELECT flowforge.complete(%L, %s, '{"ok": true}')$$, :'t4', :'tok4'),
     'the holder completes normally');

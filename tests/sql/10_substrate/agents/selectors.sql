@@ -51,7 +51,7 @@ SELECT is(pg_temp.graph_claims('gpu-eu', 'qg4'), 1::bigint, 'a gpu agent takes t
 SELECT flowforge.define_workflow($${"name": "dag_sel", "tasks": [
     {"key": "cpu", "queue": "qd"}, {"key": "gpu", "queue": "qd", "worker_params": {"gpu": {"model": "a100"}}}]}$$) \gset
 SELECT flowforge.start_run('dag_sel') AS d1 \gset
-SELECT is((SELECT worker_params FROM flowforge.task_run WHERE workflow_run_id = :'d1' AND task_key = 'gpu'),
+SELECT is((SELECT worker_params::jsonb FROM flowforge.task_run WHERE workflow_run_id = :'d1' AND task_key = 'gpu'),
           '{"gpu": {"model": "a100"}}'::jsonb, 'a DAG task''s worker_params travel with its task run');
 SELECT is((SELECT array_agg(task_key) FROM flowforge.claim(ARRAY['qd'], 'unregistered', batch => 10)), ARRAY['cpu'],
           'claim: an unregistered worker takes the task without selectors only');

@@ -47,7 +47,7 @@ SELECT flowforge.start_run('fo_a', '{"batch": {"images": ["i0", "i1", "i2", "i3"
 SELECT pg_temp.tr(:'ra', 'resize') AS ra_resize \gset
 
 SELECT results_eq(
-    format($$SELECT state::text, lease_owner::text, lease_expires_at, fencing_token, attempt, started_at, output, fans_out
+    format($$SELECT state::text, lease_owner::text, lease_expires_at, fencing_token::bigint, attempt::int, started_at, output, fans_out
              FROM flowforge.task_run WHERE id = %L$$, :'ra_resize'),
     $$VALUES ('running', 'flowforge:fan-out', 'infinity'::timestamptz, 1::bigint, 1, '2030-01-01 00:00:00+00'::timestamptz,
               NULL::jsonb, true)$$,
@@ -521,7 +521,7 @@ SELECT is(flowforge_test.fanout_state(:'rj', 'm'), '2/0/3 live:2 children:2 succ
 SELECT flowforge_test.advance_clock('365 days') \gset
 SELECT is((flowforge.tick() ->> 'reaped')::int, 0, 'J: a year later tick() still does not reap the map task');
 SELECT results_eq(
-    format($$SELECT state::text, lease_owner::text, lease_expires_at, fencing_token FROM flowforge.task_run WHERE id = %L$$, :'rj_m'),
+    format($$SELECT state::text, lease_owner::text, lease_expires_at, fencing_token::bigint FROM flowforge.task_run WHERE id = %L$$, :'rj_m'),
     $$VALUES ('running', 'flowforge:fan-out', 'infinity'::timestamptz, 1::bigint)$$,
     'J: the map task is untouched: running under its holder, the lease infinite, its token');
 SELECT is((SELECT string_agg(kind, ', ' ORDER BY seq) FROM flowforge.run_events(:'rj') WHERE task_run_id = :'rj_m'),
@@ -562,7 +562,7 @@ SELECT throws_ok(format($$SELECT flowforge.heartbeat_work(%L, %s)$$, :'k1', :'k1
                  'K: its heartbeat_work: FF004');
 SELECT throws_ok(format($$SELECT flowforge.fail_work(%L, %s, 'late')$$, :'k1', :'k1_tok'), 'FF004', NULL, 'K: its fail_work: FF004');
 SELECT results_eq(
-    format($$SELECT task_key::text, state::text, fencing_token FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'rk'),
+    format($$SELECT task_key::text, state::text, fencing_token::bigint FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'rk'),
     $$VALUES ('after', 'cancelled', 0::bigint), ('m', 'cancelled', 2)$$,
     'K: the map task and its dependent are cancelled (the held task''s token moved on)');
 SELECT results_eq(
@@ -582,7 +582,7 @@ FROM flowforge.work_item WHERE run_id = :'rk' AND status = 'completed';
 SELECT flowforge_test.advance_clock('1 minute') \gset
 SELECT lives_ok(format($$SELECT flowforge.retry_run(%L)$$, :'rk'), 'K: retry_run of the cancelled run');
 SELECT results_eq(
-    format($$SELECT state::text, attempt, lease_owner::text, lease_expires_at, fencing_token FROM flowforge.task_run WHERE id = %L$$, :'rk_m'),
+    format($$SELECT state::text, attempt::int, lease_owner::text, lease_expires_at, fencing_token::bigint FROM flowforge.task_run WHERE id = %L$$, :'rk_m'),
     $$VALUES ('running', 2, 'flowforge:fan-out', 'infinity'::timestamptz, 3::bigint)$$,
     'K: the map task is held again (attempt 2, a new token)');
 SELECT is(flowforge_test.fanout_state(:'rk', 'm'), '3/1/4 live:2 children:2 succeeded:1 failed:0 open',
@@ -641,7 +641,7 @@ SELECT set_eq(
 SELECT lives_ok(format($$SELECT flowforge_test.complete_child(%L, 'm', i, to_jsonb('L' || i)) FROM generate_series(3, 5) i$$, :'rl'),
                 'L: elements 3, 4 and 5 complete');
 SELECT results_eq(
-    format($$SELECT state::text, attempt, output FROM flowforge.task_run WHERE id = %L$$, :'rl_m'),
+    format($$SELECT state::text, attempt::int, output FROM flowforge.task_run WHERE id = %L$$, :'rl_m'),
     $$VALUES ('succeeded', 2, '["l0", "l1", "l2", "L3", "L4", "L5"]'::jsonb)$$,
     'L: the node succeeds with the kept outputs of 0-2 and the new ones of 3-5, in element order');
 SELECT results_eq(
@@ -774,7 +774,7 @@ UPDATE flowforge.setting SET max_payload_bytes = 1048576;
 --    succeeded it with any output while its children ran.
 -- ===========================================================================
 SELECT flowforge.start_run('fo_k', '{"n": [0, 1, 2]}') AS ro \gset
-SELECT id AS ro_m, fencing_token AS ro_tok FROM flowforge.task_run WHERE workflow_run_id = :'ro' AND task_key = 'm' \gset
+SELECT id AS ro_m, fencing_token::bigint AS ro_tok FROM flowforge.task_run WHERE workflow_run_id = :'ro' AND task_key = 'm' \gset
 SELECT is((SELECT (t ->> 'fencing_token')::bigint FROM jsonb_array_elements(flowforge.get_run(:'ro') -> 'tasks') t
            WHERE t ->> 'key' = 'm'), :'ro_tok'::bigint, 'O: get_run shows the held task''s fencing token');
 SELECT throws_ok(format('SELECT flowforge.heartbeat(%L, %s)', :'ro_m', :'ro_tok'), 'FF004', NULL,

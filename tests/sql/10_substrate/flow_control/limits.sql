@@ -38,7 +38,7 @@ SELECT is((SELECT count(*)::int FROM flowforge.claim_work(ARRAY['fl-m'], 'w', '3
 SELECT results_eq($$SELECT flowforge_test.slot('queue', 'fl-m'), flowforge_test.holding('fl-m')$$, $$VALUES (3, 3)$$,
                   'the queue''s counter says 3, and 3 units hold its slots');
 SELECT results_eq(
-    $$SELECT state::text, attempt, fencing_token, count(*)::int FROM flowforge.task_run WHERE queue = 'fl-m'
+    $$SELECT state::text, attempt::int, fencing_token::bigint, count(*)::int FROM flowforge.task_run WHERE queue = 'fl-m'
       GROUP BY 1, 2, 3 ORDER BY 1$$,
     $$VALUES ('ready', 1, 0::bigint, 2), ('running', 1, 1::bigint, 2)$$,
     'the tasks held back are ready as they were: attempt 1, no fencing token issued');

@@ -31,7 +31,7 @@ SELECT is_empty(
 SELECT is((SELECT count(*)::int FROM frt_claims WHERE n > 1 AND ms > 0), 0,
           'after the burst, at most one per step of 10 ms (one token every 50 ms)');
 SELECT is((SELECT count(*)::int FROM flowforge.task_run WHERE queue = 'frt' AND state = 'running'), 80, 'and 80 run');
-SELECT results_eq($$SELECT state::text, attempt, count(*)::int FROM flowforge.task_run WHERE queue = 'frt' AND state = 'ready'
+SELECT results_eq($$SELECT state::text, attempt::int, count(*)::int FROM flowforge.task_run WHERE queue = 'frt' AND state = 'ready'
                     GROUP BY 1, 2$$,
                   $$VALUES ('ready', 1, 120)$$, 'the 120 held back are ready, on their first attempt');
 

@@ -48,7 +48,7 @@ SELECT id AS b1 FROM flowforge.task_run WHERE workflow_run_id = :'r1' AND task_k
 SELECT id AS c1 FROM flowforge.task_run WHERE workflow_run_id = :'r1' AND task_key = 'c' \gset
 
 SELECT results_eq(
-    format($$SELECT state::text, lease_owner::text, fencing_token, attempt, lease_expires_at
+    format($$SELECT state::text, lease_owner::text, fencing_token::bigint, attempt::int, lease_expires_at
              FROM flowforge.task_run WHERE id = %L$$, :'a1'),
     $$VALUES ('running', 'dispatch', 1::bigint, 1, '2030-01-01 00:01:00+00'::timestamptz)$$,
     'the root of a push queue is claimed for dispatch at once: running, lease_owner dispatch, token 1, dispatch lease');
@@ -86,7 +86,7 @@ SELECT is((SELECT lease_owner::text FROM flowforge.task_run WHERE id = :'a1'), '
     'the first heartbeat takes ownership from the dispatcher');
 SELECT lives_ok(format($$SELECT flowforge.complete(%L, 1, '{"out": "a"}')$$, :'a1'), 'the consumer completes a');
 SELECT results_eq(
-    format($$SELECT tr.task_key::text, tr.state::text, tr.lease_owner::text, tr.fencing_token,
+    format($$SELECT tr.task_key::text, tr.state::text, tr.lease_owner::text, tr.fencing_token::bigint,
                     m.fencing_token_snapshot, m.payload -> 'input' -> 'deps'
              FROM flowforge.task_run tr JOIN flowforge.outbox_message m ON m.task_run_id = tr.id
              WHERE tr.workflow_run_id = %L AND tr.task_key IN ('b', 'c') ORDER BY tr.task_key$$, :'r1'),
@@ -105,14 +105,14 @@ SELECT throws_ok(
 SELECT is(flowforge._dispatch_rows('00000000-0000-0000-0000-000000000001', ARRAY[:'b1'::uuid], flowforge.now()), 0,
     'dispatching an already dispatched task again is skipped (returns 0), not an error');
 SELECT is((SELECT count(*)::int FROM flowforge.outbox_message WHERE task_run_id = :'b1'), 1, 'still one row for b');
-SELECT is((SELECT fencing_token FROM flowforge.task_run WHERE id = :'b1'), 1::bigint, 'and b''s token is unchanged');
+SELECT is((SELECT fencing_token::bigint FROM flowforge.task_run WHERE id = :'b1'), 1::bigint, 'and b''s token is unchanged');
 
 -- ------------------------------------------------------- an expired dispatch lease: a new generation, no attempt used
 SELECT is(flowforge.reap_expired_leases(), 0, 'nothing is reaped while the dispatch lease runs');
 SELECT flowforge_test.advance_clock('1 minute 1 millisecond') \gset
 SELECT is(flowforge.reap_expired_leases(), 2, 'past the dispatch lease, b and c (never taken) are reaped');
 SELECT results_eq(
-    format($$SELECT state::text, lease_owner::text, attempt, fencing_token, lease_expires_at
+    format($$SELECT state::text, lease_owner::text, attempt::int, fencing_token::bigint, lease_expires_at
              FROM flowforge.task_run WHERE id = %L$$, :'b1'),
     $$VALUES ('running', 'dispatch', 1, 3::bigint, '2030-01-01 00:02:00.001+00'::timestamptz)$$,
     'b is dispatched again at once: attempt unchanged, token bumped by the reap and the dispatch, a fresh lease');
@@ -136,7 +136,7 @@ SELECT is((SELECT lease_owner::text FROM flowforge.task_run WHERE id = :'b1'), '
 SELECT flowforge_test.advance_clock('31 seconds') \gset
 SELECT is(flowforge.reap_expired_leases(), 1, 'the consumer''s lease on b expires (c''s dispatch lease still runs)');
 SELECT results_eq(
-    format($$SELECT state::text, attempt, fencing_token, ready_at FROM flowforge.task_run WHERE id = %L$$, :'b1'),
+    format($$SELECT state::text, attempt::int, fencing_token::bigint, ready_at FROM flowforge.task_run WHERE id = %L$$, :'b1'),
     $$VALUES ('ready', 2, 4::bigint, '2030-01-01 00:01:32.001+00'::timestamptz)$$,
     'a task a consumer had taken uses an attempt: ready after backoff, attempt 2');
 SELECT is((SELECT count(*)::int FROM flowforge.outbox_message WHERE task_run_id = :'b1'), 2,
@@ -153,11 +153,11 @@ SELECT results_eq(
     $$VALUES (5::bigint, 2, 2)$$, 'the retry''s message carries attempt 2 and the new token');
 
 -- ------------------------------------------------------- a failed push task with backoff: tick() when due
-SELECT fencing_token AS tokc FROM flowforge.task_run WHERE id = :'c1' \gset
+SELECT fencing_token::bigint AS tokc FROM flowforge.task_run WHERE id = :'c1' \gset
 SELECT lives_ok(format('SELECT flowforge.heartbeat(%L, %s)', :'c1', :'tokc'), 'a consumer takes c');
 SELECT lives_ok(format($$SELECT flowforge.fail(%L, %s, 'boom')$$, :'c1', :'tokc'), 'and fails it (retryable)');
 SELECT results_eq(
-    format($$SELECT state::text, attempt, ready_at FROM flowforge.task_run WHERE id = %L$$, :'c1'),
+    format($$SELECT state::text, attempt::int, ready_at FROM flowforge.task_run WHERE id = %L$$, :'c1'),
     $$VALUES ('ready', 2, '2030-01-01 00:01:33.001+00'::timestamptz)$$, 'c is ready again after a 1 s backoff');
 SELECT outbox_c AS outbox_c FROM (SELECT count(*) AS outbox_c FROM flowforge.outbox_message WHERE task_run_id = :'c1') s \gset
 SELECT is(flowforge.tick() -> 'dispatched', '0'::jsonb, 'tick() during the backoff dispatches nothing');
@@ -191,7 +191,7 @@ VALUES ('00000000-0000-0000-0000-000000000001', :'x', :'r2', 'ex.two', 'rk.two',
 SELECT lives_ok($$SELECT flowforge.configure_queue('pq2', 'ex.two', 'rk.two')$$,
     'making the queue push dispatches its backlog; a conflicting generation row is skipped, not an error');
 SELECT results_eq(
-    format($$SELECT tr.state::text, tr.fencing_token, m.payload
+    format($$SELECT tr.state::text, tr.fencing_token::bigint, m.payload
              FROM flowforge.task_run tr JOIN flowforge.outbox_message m ON m.task_run_id = tr.id WHERE tr.id = %L$$, :'x'),
     $$VALUES ('running', 1::bigint, '{"pre": true}'::jsonb)$$,
     'x: dispatched, and the existing row for its generation was kept (ON CONFLICT DO NOTHING)');

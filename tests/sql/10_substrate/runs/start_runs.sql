@@ -12,7 +12,7 @@ SELECT row_number() OVER () AS n, id
 FROM flowforge.start_runs('bulk_dag', ARRAY['{"i": 1}', '{"i": 2}', NULL, '{"i": 4}']::jsonb[]) AS id;
 SELECT is((SELECT count(*)::int FROM got), 4, 'one id per input');
 SELECT is((SELECT count(DISTINCT id)::int FROM got), 4, 'four different runs');
-SELECT results_eq($$SELECT w.input FROM got g JOIN flowforge.workflow_run w ON w.id = g.id ORDER BY g.n$$,
+SELECT results_eq($$SELECT w.input::jsonb FROM got g JOIN flowforge.workflow_run w ON w.id = g.id ORDER BY g.n$$,
                   $$VALUES ('{"i": 1}'::jsonb), ('{"i": 2}'), ('{}'), ('{"i": 4}')$$,
                   'ids come back in input order; a NULL input is {}');
 SELECT is((SELECT count(*)::int FROM got g JOIN flowforge.workflow_run w ON w.id = g.id

@@ -90,7 +90,7 @@ SELECT results_eq(
                      '2030-01-03 00:00:45+00'::timestamptz)$$, :'cr'),
     'claim returns the run, key, attempt 1, fencing token 1, the input and lease = now + lease');
 SELECT results_eq(
-    format($$SELECT state::text, fencing_token, lease_owner::text, lease_expires_at, started_at
+    format($$SELECT state::text, fencing_token::bigint, lease_owner::text, lease_expires_at, started_at
              FROM flowforge.task_run WHERE id = %L$$, :'c_task_run_id'),
     $$VALUES ('running', 1::bigint, 'worker-7', '2030-01-03 00:00:45+00'::timestamptz, '2030-01-03 00:00:00+00'::timestamptz)$$,
     'the row is running, token bumped 0 -> 1, leased to the worker until now + lease');
@@ -172,7 +172,7 @@ SELECT pg_temp.events_of(:'s1') AS sev \gset
 SELECT throws_ok(format($$SELECT flowforge.complete(%L, %s, '{"late": true}')$$, :'s1', :'old_tok'), 'FF004', NULL,
     'complete by the previous holder (stale token): FF004');
 SELECT results_eq(
-    format($$SELECT state::text, output, fencing_token FROM flowforge.task_run WHERE id = %L$$, :'s1'),
+    format($$SELECT state::text, output, fencing_token::bigint FROM flowforge.task_run WHERE id = %L$$, :'s1'),
     format($$VALUES ('running', NULL::jsonb, %s::bigint)$$, :'new_tok'),
     'the stale complete changed nothing: still running, no output, same token');
 SELECT is(pg_temp.events_of(:'s1'), :'sev'::bigint, 'the stale complete appended no event');
@@ -199,7 +199,7 @@ SELECT results_eq('SELECT task_key, input FROM got',
     $$VALUES ('a', '{"run": {"n": 7}, "deps": {}}'::jsonb)$$, 'only the root is claimable; its input carries the run input');
 SELECT flowforge.complete(task_run_id, fencing_token, '{"a": 1}') FROM got;
 SELECT results_eq(
-    format($$SELECT task_key::text, state::text, remaining_deps FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'dr'),
+    format($$SELECT task_key::text, state::text, remaining_deps::int FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'dr'),
     $$VALUES ('a', 'succeeded', 0), ('b', 'ready', 0), ('c', 'ready', 0), ('d', 'pending', 2)$$,
     'a succeeded: b and c ready in the same transaction, d still waits on both');
 SELECT is((SELECT count(*)::int FROM flowforge.task_run_event e JOIN flowforge.task_run tr ON tr.id = e.task_run_id
@@ -212,7 +212,7 @@ SELECT results_eq('SELECT task_key, input FROM got ORDER BY task_key',
     'b and c are claimed together, each given a''s output');
 SELECT flowforge.complete(task_run_id, fencing_token, '{"b": 2}') FROM got WHERE task_key = 'b';
 SELECT results_eq(
-    format($$SELECT state::text, remaining_deps FROM flowforge.task_run WHERE workflow_run_id = %L AND task_key = 'd'$$, :'dr'),
+    format($$SELECT state::text, remaining_deps::int FROM flowforge.task_run WHERE workflow_run_id = %L AND task_key = 'd'$$, :'dr'),
     $$VALUES ('pending', 1)$$, 'after b, d waits on one dependency');
 SELECT is((SELECT count(*)::int FROM flowforge.claim(ARRAY['qd'], 'w', '30 seconds', 10)), 0, 'd is not claimable yet');
 SELECT flowforge.complete(task_run_id, fencing_token, '{"c": 3}') FROM got WHERE task_key = 'c';
@@ -240,7 +240,7 @@ SELECT task_run_id AS b1, fencing_token AS btok, attempt AS batt FROM flowforge.
 SELECT is(:'batt'::int, 1, 'attempt 1 is claimed');
 SELECT flowforge.fail(:'b1', :'btok', 'boom 1');
 SELECT results_eq(
-    format($$SELECT state::text, attempt, ready_at - flowforge.now(), error, lease_expires_at FROM flowforge.task_run WHERE id = %L$$, :'b1'),
+    format($$SELECT state::text, attempt::int, ready_at - flowforge.now(), error, lease_expires_at FROM flowforge.task_run WHERE id = %L$$, :'b1'),
     $$VALUES ('ready', 2, interval '1 second', 'boom 1', NULL::timestamptz)$$,
     'attempt 1 failed (retryable by default): ready, attempt 2, after backoff * 2^0 = 1s');
 SELECT results_eq(
@@ -253,14 +253,14 @@ SELECT task_run_id AS b1, fencing_token AS btok, attempt AS batt FROM flowforge.
 SELECT is(:'batt'::int, 2, 'attempt 2 is claimed');
 SELECT flowforge.fail(:'b1', :'btok', 'boom 2', true);
 SELECT results_eq(
-    format($$SELECT state::text, attempt, ready_at - flowforge.now() FROM flowforge.task_run WHERE id = %L$$, :'b1'),
+    format($$SELECT state::text, attempt::int, ready_at - flowforge.now() FROM flowforge.task_run WHERE id = %L$$, :'b1'),
     $$VALUES ('ready', 3, interval '2 seconds')$$, 'attempt 2 failed: ready after backoff * 2^1 = 2s');
 SELECT flowforge_test.advance_clock('2 seconds') \gset
 SELECT task_run_id AS b1, fencing_token AS btok, attempt AS batt FROM flowforge.claim(ARRAY['qbo'], 'w') \gset
 SELECT is(:'batt'::int, 3, 'attempt 3 is claimed');
 SELECT flowforge.fail(:'b1', :'btok', 'boom 3', true);
 SELECT results_eq(
-    format($$SELECT state::text, attempt, ready_at - flowforge.now() FROM flowforge.task_run WHERE id = %L$$, :'b1'),
+    format($$SELECT state::text, attempt::int, ready_at - flowforge.now() FROM flowforge.task_run WHERE id = %L$$, :'b1'),
     $$VALUES ('ready', 4, interval '3 seconds')$$, 'attempt 3 failed: backoff * 2^2 = 4s, capped at max_backoff 3s');
 SELECT is(flowforge_test.run_state(:'bor'), 'running', 'retries keep the run running');
 
@@ -273,7 +273,7 @@ SELECT flowforge_test.advance_clock('1 second') \gset
 SELECT task_run_id AS x1, fencing_token AS xtok FROM flowforge.claim(ARRAY['qex'], 'w') \gset
 SELECT flowforge.fail(:'x1', :'xtok', 'try 2', true);
 SELECT results_eq(
-    format($$SELECT state::text, attempt, error, finished_at IS NOT NULL FROM flowforge.task_run WHERE id = %L$$, :'x1'),
+    format($$SELECT state::text, attempt::int, error, finished_at IS NOT NULL FROM flowforge.task_run WHERE id = %L$$, :'x1'),
     $$VALUES ('failed', 2, 'try 2', true)$$, 'max_attempts exhausted: failed even though retryable');
 SELECT results_eq(
     format($$SELECT kind::text, from_state::text, to_state::text, (detail ->> 'retryable')::boolean
@@ -295,7 +295,7 @@ SELECT results_eq(
     format($$SELECT task_key::text, state::text FROM flowforge.task_run WHERE workflow_run_id = %L ORDER BY task_key$$, :'br'),
     $$VALUES ('a', 'failed'), ('b', 'skipped'), ('c', 'skipped'), ('x', 'running'), ('y', 'pending')$$,
     'retryable = false: failed at once, every transitive dependent skipped, the independent branch untouched');
-SELECT is((SELECT attempt FROM flowforge.task_run WHERE workflow_run_id = :'br' AND task_key = 'a'), 1,
+SELECT is((SELECT attempt::int FROM flowforge.task_run WHERE workflow_run_id = :'br' AND task_key = 'a'), 1,
     'a non-retryable failure does not use another attempt');
 SELECT results_eq(
     format($$SELECT tr.task_key::text, e.from_state::text, e.to_state::text FROM flowforge.task_run_event e
