@@ -21,7 +21,9 @@
 -- of a partitioned table recreates its partitions' indexes under generated
 -- names (the history's naming rule, 0038, would be lost).
 -- Each domain keeps its column's type (varchar(20) stays varchar(20)), so the
--- column changes are catalog-only: no table rewrite, no index rebuild. The
+-- column changes rewrite no table; PostgreSQL does rebuild the five partial
+-- indexes of task_run whose predicate reads state (small: only ready or
+-- running rows, but each reads the table once; docs/data-model.md). The
 -- domains' checks are added after the columns change and validate the rows
 -- already there (one scan per table, under this migration's locks: on a
 -- large task_run, run it when claims may pause for that scan).

@@ -178,7 +178,7 @@ SELECT col_type_is('flowforge', 'task_run', 'remaining_deps', 'flowforge', 'task
 SELECT col_type_is('flowforge', 'task_run', 'worker_params', 'flowforge', 'task_run_worker_params', 'task_run.worker_params is the domain task_run_worker_params (0040)');
 SELECT col_type_is('flowforge', 'task_run', 'affinity_policy', 'flowforge', 'task_run_affinity_policy', 'task_run.affinity_policy is the domain task_run_affinity_policy (0040)');
 SELECT col_type_is('flowforge', 'task_run', 'flow_token', 'flowforge', 'task_run_flow_token', 'task_run.flow_token is the domain task_run_flow_token (0040)');
--- Each domain keeps the column's own type (0040: the retype was catalog-only) and holds one check.
+-- Each domain keeps the column's own type (0040: the retype rewrote no table) and holds one check.
 SELECT set_eq(
     $$SELECT t.typname::text, format_type(t.typbasetype, t.typtypmod), c.conname::text
       FROM pg_type t LEFT JOIN pg_constraint c ON c.contypid = t.oid
