@@ -1,7 +1,7 @@
 -- Back to 0039: the eleven domains' checks return to their tables under the
 -- same names, the split ones whole again (taskrun_affinity_valid,
--- taskrun_flow_token_valid), each column to its domain's own type (a
--- no table rewrite, as forward), and the domains are dropped. The views
+-- taskrun_flow_token_valid), each column to its domain's own type (no
+-- table rewrite, as forward), and the domains are dropped. The views
 -- and triggers that read the columns are saved, dropped and recreated around
 -- it, as forward.
 
