@@ -123,15 +123,15 @@ class PushConsumer:
                 payload = decode_message(body)  # an input beyond Python arrives as Undecodable: failed for good
                 job = Job.delivered(payload, broker=self)
             except (MalformedMessage, ValueError, KeyError, TypeError) as exc:
-                channel.basic_nack(method.delivery_tag, requeue=False)
                 log.error("malformed push message rejected%s: %s", DEAD_LETTERED, exc)
+                channel.basic_nack(method.delivery_tag, requeue=False)
                 return
             database = payload.get("database")
             if database is not None and database != self._database:
-                channel.basic_nack(method.delivery_tag, requeue=False)
                 log.error("push message for task %s (%s) rejected%s: it is for database %r, this worker serves %r "
                           "(two databases share an AMQP queue: check the queue's routing key)",
                           job.task_key, job.id, DEAD_LETTERED, database, self._database)
+                channel.basic_nack(method.delivery_tag, requeue=False)
                 return
             job.deliveries.append((connection, channel, method.delivery_tag))
             self._submit(job)
@@ -150,10 +150,11 @@ class PushConsumer:
             self._ops.call(lambda api: job.unit.heartbeat(api, job, lease),
                            give_up=lambda: self._stop.is_set())
         except errors.NotFound as exc:
-            job.deliveries, rejected = [], job.deliveries
-            self._nack(rejected, requeue=False)
+            # Logged before the reject, so whoever reads the dead-letter queue finds the reason already written.
             log.error("push message for task %s (%s) rejected%s: this database has no such task (%s: %s)",
                       job.task_key, job.id, DEAD_LETTERED, exc.sqlstate, exc)
+            job.deliveries, rejected = [], job.deliveries
+            self._nack(rejected, requeue=False)
             return False
         except NOT_OURS as exc:
             log.info("stale or redelivered message for task %s (%s), dropped: %s",
