@@ -15,8 +15,9 @@ What becomes of a message that does not end in a write:
   dropped — a newer generation exists, or the task is already done;
 * not ours to place — malformed, for another database (its ``database``),
   or for a task this database does not have (FF001): **rejected**
-  (``basic_nack(requeue=False)``), logged as an error saying why, so a
-  dead-letter exchange configured on the queue keeps it; never acked away;
+  (``basic_nack(requeue=False)``), logged as an error saying why (the log
+  first: a dead letter is never there before its reason), so a dead-letter
+  exchange configured on the queue keeps it; never acked away;
 * not started before stop, or the database unreachable: nacked back to the
   queue for another consumer.
 
