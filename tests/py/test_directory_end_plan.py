@@ -8,8 +8,9 @@ plan chose it and walked every live run of the organization on each run's end
 (auto_explain, 10,000 runs queued: 9,997 rows filtered, 1.2 ms per completion). The statements now keep the first end by coalesce, so only
 engine_run_tenant_run_uq (organization_id, run_id) fits.
 
-complete settles a run in its own statement (the DAG's hook inline) and carries a third
-copy; _graph_finish (a graph run's end, one statement) a fourth. Each statement below is checked against its function's source (test_core_explain's
+complete stamps a run's end in a statement of its own, run only when the task it
+completed was the run's last (the DAG's hook inline): a third copy, keyed like
+_record_run_ended's; _graph_finish (a graph run's end, one statement) a fourth. Each statement below is checked against its function's source (test_core_explain's
 copy check), then its generic plan is explained as the function's owner on a
 database holding 5,000 live runs and no statistics (no ANALYZE: the case that chose
 the walk).
@@ -45,13 +46,9 @@ WHERE s.state <> 'running' AND e.organization_id = s.organization_id AND e.run_i
 SETTLED_END_SOURCE = {"now": "p_now", "run": "p_run_id"}
 
 COMPLETE = "flowforge.complete(uuid,bigint,jsonb)"
-# complete's own copy (its one statement settles the run), joined to the task it completed.
-COMPLETED_END = """
-UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest({now}, e.created_at))
-FROM done d
-WHERE d.run_state <> 'running' AND e.organization_id = {org} AND e.run_id = d.workflow_run_id
-"""
-COMPLETED_END_SOURCE = {"now": "v_now", "org": "v_org"}
+# complete's own copy, the same statement as _record_run_ended's with complete's names: it
+# runs when the task it completed was its run's last.
+COMPLETED_END_SOURCE = {"now": "v_now", "org": "v_org", "run": "v_task.workflow_run_id"}
 
 GRAPH_FINISH = "flowforge._graph_finish(uuid,uuid,text,text,text,timestamp with time zone,jsonb,boolean)"
 # _graph_finish's copy (every graph run's end), joined to the graph run it ends (the row it
@@ -92,10 +89,12 @@ def _assert_keyed(nodes: list[dict]) -> None:
     _assert_uses_index(nodes, "engine_run_tenant_run_uq", "engine_run")
 
 
-def test_record_run_ended_uses_the_directory_key(conn):
-    _check_copy(conn, RECORD_RUN_ENDED, ENDED, ENDED_SOURCE)
+@pytest.mark.parametrize("signature, source_names", [(RECORD_RUN_ENDED, ENDED_SOURCE), (COMPLETE, COMPLETED_END_SOURCE)],
+                         ids=["record_run_ended", "complete"])
+def test_keyed_end_uses_the_directory_key(conn, signature, source_names):
+    _check_copy(conn, signature, ENDED, source_names)
     prepare = "PREPARE ended(timestamptz, uuid, uuid) AS " + ENDED.format(now="$1", org="$2", run="$3")
-    nodes = _explain(conn, f"EXECUTE ended(now(), {ORG}, flowforge.uuid7())", RECORD_RUN_ENDED, prepare)
+    nodes = _explain(conn, f"EXECUTE ended(now(), {ORG}, flowforge.uuid7())", signature, prepare)
     _assert_keyed(nodes)
 
 
@@ -105,9 +104,6 @@ JOINED_COPIES = {
     "settle_run": (SETTLE_RUN, SETTLED_END, SETTLED_END_SOURCE,
                    "WITH settled AS (SELECT 'succeeded'::varchar AS state, $2::uuid AS organization_id) ",
                    {"now": "$1", "run": "$3"}),
-    "complete": (COMPLETE, COMPLETED_END, COMPLETED_END_SOURCE,
-                 "WITH done AS (SELECT 'succeeded'::varchar AS run_state, $3::uuid AS workflow_run_id) ",
-                 {"now": "$1", "org": "$2"}),
     "graph_finish": (GRAPH_FINISH, GRAPH_END, GRAPH_END_SOURCE,
                      "WITH ending AS (SELECT $3::uuid AS run_id) ",
                      {"now": "$1", "org": "$2"}),

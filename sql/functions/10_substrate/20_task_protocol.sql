@@ -309,10 +309,11 @@ DECLARE
     v_task record;
 BEGIN
     PERFORM flowforge._check_size(complete.output, 'task output');
-    -- One statement (docs/execution-model.md, "complete's one statement"): the run's counters
-    -- first, which is the lock order (run, then task), then the task, its event and, when this
-    -- was the run's last task, the run's end: its event after the task's (one INSERT, rows in
-    -- that order) and the directory's first-write-wins end. This is the DAG's settle inline
+    -- One statement for a task's success (docs/execution-model.md, "complete's one statement"):
+    -- the run's counters first, which is the lock order (run, then task), then the task and its
+    -- event. The run's end, when this was its last task, is a second statement below, run once per
+    -- run: as a CTE here its UPDATE and INSERT were set up on every completion, which cost a fan-out
+    -- task 2.5 % (benchmarks/RESULTS.md, stop 32). This is the DAG's settle inline
     -- (_dag_task_succeeded's, twin-tested: complete_matches_settle_hook.sql). A task run that
     -- is not running under this token raises below (_refuse_task_write), which undoes the
     -- counters with the rest. A running task only exists in a running run.
@@ -338,29 +339,32 @@ BEGIN
           AND tr.lease_owner IS DISTINCT FROM flowforge._fanout_holder()  -- a fan-out's own unit: its children report
           AND tr.organization_id = v_org
         RETURNING tr.workflow_run_id, tr.task_id, tr.attempt, run.state AS run_state, run.tasks_failed
-    ), ended AS (
-        -- First write wins by coalesce, as in _record_run_ended.
-        UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest(v_now, e.created_at))
-        FROM done d
-        WHERE d.run_state <> 'running' AND e.organization_id = v_org AND e.run_id = d.workflow_run_id
-    ), events AS (
-        -- Fast path: the event rows inline (see _append_events), the task's first.
+    ), event AS (
+        -- Fast path: the event row inline (see _append_events).
         INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
                                               fencing_token, attempt, detail, created_at)
         SELECT v_org, d.workflow_run_id, complete.task_run_id, 'completed', 'running', 'succeeded',
                complete.fencing_token, d.attempt, NULL::jsonb, v_now
         FROM done d
-        UNION ALL
-        SELECT v_org, d.workflow_run_id, NULL, 'run_' || d.run_state, 'running', d.run_state, NULL, NULL,
-               jsonb_build_object('tasks_failed', d.tasks_failed), v_now
-        FROM done d WHERE d.run_state <> 'running'
     )
-    SELECT d.workflow_run_id, d.task_id,
+    SELECT d.workflow_run_id, d.task_id, d.run_state, d.tasks_failed,
            EXISTS (SELECT 1 FROM flowforge.task_dependency td
                    WHERE td.depends_on_task_id = d.task_id AND td.organization_id = v_org) AS has_dependents
     INTO v_task FROM done d;
     IF NOT FOUND THEN
         PERFORM flowforge._refuse_task_write(complete.task_run_id, complete.fencing_token, 'complete');
+    END IF;
+    IF v_task.run_state <> 'running' THEN
+        -- The run's end: its event after the task's, and the directory's first-write-wins end
+        -- (as in _record_run_ended).
+        WITH ended AS (
+            UPDATE flowforge.engine_run e SET ended_at = coalesce(e.ended_at, greatest(v_now, e.created_at))
+            WHERE e.organization_id = v_org AND e.run_id = v_task.workflow_run_id
+        )
+        INSERT INTO flowforge.task_run_event (organization_id, workflow_run_id, task_run_id, kind, from_state, to_state,
+                                              fencing_token, attempt, detail, created_at)
+        VALUES (v_org, v_task.workflow_run_id, NULL, 'run_' || v_task.run_state, 'running', v_task.run_state, NULL, NULL,
+                jsonb_build_object('tasks_failed', v_task.tasks_failed), v_now);
     END IF;
     -- The rest of the DAG's success hook: dependents waiting only on this task become ready.
     -- A leaf (most tasks of small runs) pays no call.
