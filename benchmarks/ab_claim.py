@@ -14,7 +14,9 @@ runs of bench_dag's shapes instead of single-task runs (``diamond``, ``fan10``, 
 bench_engines' two-node graph, and a job is its step (claim_work + complete_work, the edge, the end).
 ``--batch N`` makes a job bench_batch's ``claim(batch => N)`` + ``complete_many`` of what it took.
 ``--b-ddl SQL`` runs SQL in B's database after its migration: one schema change measured alone
-(``--a sql --b sql --b-ddl "DROP INDEX ..."``).
+(``--a sql --b sql --b-ddl "DROP INDEX ..."``). ``--threads N`` (with ``--interleave``) runs the
+job-by-job alternation on N connections at once, as bench_dag's loop has 4: contention on a run's
+row and its sink task is then in the figure, and drift still cancels job by job.
 """
 
 from __future__ import annotations
@@ -78,8 +80,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1,
                         help="claim this many at a time and complete them with one complete_many")
     parser.add_argument("--b-ddl", help="SQL run in B's database after its migration (a schema change alone)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="with --interleave: this many connections a side, each alternating job by job")
     args = parser.parse_args()
-    jobs = (args.rounds * (args.pairs + 20) + 1000) * args.batch
+    if args.threads < 1 or (args.threads > 1 and not args.interleave):
+        parser.error("--threads needs --interleave and must be at least 1")
+    jobs = (args.rounds * (args.pairs + 20) * args.threads + 1000) * args.batch
     dsns = [database("ab_a", args.a.resolve(), jobs, args.workflow),
             database("ab_b", args.b.resolve(), jobs, args.workflow, args.b_ddl)]
     if args.workflow == "gstep":
@@ -94,7 +100,8 @@ def main() -> None:
         for r in range(args.rounds):
             order = (0, 1) if r % 2 == 0 else (1, 0)
             if args.interleave:
-                a, b = c.interleave((dsns[order[0]], dsns[order[1]]), (step, step), threads=1, jobs=args.pairs)
+                a, b = c.interleave((dsns[order[0]], dsns[order[1]]), (step, step), threads=args.threads,
+                                    jobs=args.pairs)
                 got = {order[0]: a, order[1]: b}
             else:
                 got = {i: timed(conns[i], step, args.pairs) for i in order}
