@@ -19,9 +19,9 @@
 -- every superuser whatever the role, and for anyone else only for members of
 -- flowforge_system, which no login is ever granted (the schema's own functions
 -- act as it, and a member would bypass every organization's RLS anyway:
--- docs/security.md; tests/sql/00_catalog/security.sql checks the migrations
--- grant it to no one). Live, as the query on pg_roles it replaces, without that
--- query's executor start on every API call.
+-- docs/security.md; tests/sql/00_core/identity_rules.sql checks it has no
+-- members). Live, as the query on pg_roles it replaces, without that query's
+-- executor start on every API call.
 CREATE OR REPLACE FUNCTION flowforge._session_is_superuser() RETURNS boolean
 LANGUAGE sql STABLE
 AS $$ SELECT pg_catalog.pg_has_role(session_user, 'flowforge_system', 'MEMBER') $$;

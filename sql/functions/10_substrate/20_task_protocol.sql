@@ -312,8 +312,8 @@ BEGIN
     -- One statement for a task's success (docs/execution-model.md, "complete's one statement"):
     -- the run's counters first, which is the lock order (run, then task), then the task and its
     -- event. The run's end, when this was its last task, is a second statement below, run once per
-    -- run: as a CTE here its UPDATE and INSERT were set up on every completion, which cost a fan-out
-    -- task 2.5 % (benchmarks/RESULTS.md, stop 32). This is the DAG's settle inline
+    -- run: as CTEs here its UPDATE and INSERT were set up on every completion (1.6 % of a fan-out
+    -- task, benchmarks/RESULTS.md, stop 32). This is the DAG's settle inline
     -- (_dag_task_succeeded's, twin-tested: complete_matches_settle_hook.sql). A task run that
     -- is not running under this token raises below (_refuse_task_write), which undoes the
     -- counters with the rest. A running task only exists in a running run.
