@@ -197,7 +197,7 @@ CREATE OR REPLACE FUNCTION flowforge._is_operator() RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = session_user AND r.rolsuper)
+    SELECT flowforge._session_is_superuser()
         OR pg_has_role(session_user, 'flowforge_owner', 'MEMBER')
 $$;
 COMMENT ON FUNCTION flowforge._is_operator() IS
@@ -208,7 +208,7 @@ CREATE OR REPLACE FUNCTION flowforge._is_gateway() RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = session_user AND r.rolsuper)
+    SELECT NOT flowforge._session_is_superuser()
        AND pg_has_role(session_user, 'flowforge_gateway', 'MEMBER')
 $$;
 COMMENT ON FUNCTION flowforge._is_gateway() IS
